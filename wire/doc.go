@@ -1,0 +1,18 @@
+// Package wire owns ZooKeeper's client wire protocol (jute encoding, ZooKeeper 3.8 feature level):
+// the length-prefixed framing, the primitive encodings (big-endian integers, -1 length for null
+// strings, buffers and vectors), every request and response record of the client protocol, the
+// connect handshake with its optional trailing readOnly byte, the request and reply headers with
+// their special xids, the error, opcode, event and permission constants, and the four-letter-word
+// detection on a fresh connection.
+//
+// Invariants:
+//   - Decoding never panics on any input: a short or malformed buffer yields ErrMalformed (wrapped
+//     with what was being read); every decoder has a native fuzz target with a checked-in corpus.
+//   - Null and empty are distinct for buffers: a nil []byte encodes as length -1, a non-nil empty
+//     one as length 0, and decoding preserves the distinction.
+//   - No length read from the wire is trusted: a vector count or buffer length larger than the
+//     bytes that remain is rejected before anything is allocated.
+//
+// The package does no IO of its own beyond ReadFrame/WriteFrame helpers over an io.Reader/Writer;
+// the server package owns connections.
+package wire
