@@ -1,0 +1,36 @@
+# Corral build and test targets. `make test` is the README's test command and what .ci/run runs.
+GO        ?= go
+PKGS      ?= ./...
+TESTFLAGS ?= -count=1 -timeout 30m
+
+.PHONY: build test test-short test-race verify fuzz bench clean
+
+build:
+	CGO_ENABLED=0 $(GO) build -o bin/corral ./cmd/corral
+
+# Full suite: unit, transcript, in-process cluster, differential (against Apache ZooKeeper 3.8,
+# installed by scripts/install-deps.sh when missing) and real-client tests.
+test: build
+	$(GO) test $(TESTFLAGS) $(PKGS)
+
+test-short:
+	$(GO) test -short $(TESTFLAGS) $(PKGS)
+
+test-race:
+	$(GO) test -race -short $(TESTFLAGS) $(PKGS)
+
+verify:
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (gofmt -l $$(git ls-files '*.go'); exit 1)
+	$(GO) vet $(PKGS)
+
+# Run every native fuzz target for a short while.
+FUZZTIME ?= 20s
+fuzz:
+	@for t in $$($(GO) test -list 'Fuzz.*' ./wire/ | grep ^Fuzz); do \
+		$(GO) test -run=^$$ -fuzz=^$$t$$ -fuzztime=$(FUZZTIME) ./wire/ || exit 1; done
+
+bench: build
+	./bin/corral bench throughput --target both --short
+
+clean:
+	rm -rf bin data

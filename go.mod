@@ -1,0 +1,3 @@
+module github.com/corral/corral
+
+go 1.26.0

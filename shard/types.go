@@ -1,0 +1,70 @@
+package shard
+
+import "github.com/corral/corral/wire"
+
+// Op is one request inside a Batch: a client write (create, create2, createContainer, createTTL,
+// delete, setData, setACL, check, multi) or an internal operation proposed by a server
+// (OpCloseSession to remove a session's ephemerals, OpDeleteContainer to delete an expired
+// container or TTL node).
+type Op struct {
+	// Session is the ZooKeeper session that issued the request (0 for internal ops that have none).
+	Session int64
+	// Auth is the caller's authenticated identities at proposal time (ip, digest, ... and
+	// ID{Scheme: "super"} for a superuser). ACL checks and the "auth" ACL scheme use it.
+	Auth []wire.ID
+	// Code is the request opcode.
+	Code wire.OpCode
+	// Body is the wire-encoded request record (e.g. a CreateRequest), exactly as the client sent it.
+	Body []byte
+	// MinZxid is the largest zxid the session has seen; the op's zxid is assigned above it so that
+	// zxids grow along every session's history across shards.
+	MinZxid int64
+}
+
+// Batch is the command of one Raft entry: many requests from one proposer, applied in order.
+// Proposer and Seq make re-proposal safe: a shard applies a proposer's batches exactly once and in
+// Seq order (see BatchStatus).
+type Batch struct {
+	Proposer uint64 // random id of the proposing server incarnation
+	Seq      uint64 // 1, 2, 3, ... per proposer and shard
+	Time     int64  // proposer's wall clock in Unix milliseconds: ctime/mtime and TTL decisions use it
+	Ops      []Op
+}
+
+// BatchStatus says what the shard did with a batch.
+type BatchStatus uint8
+
+// Batch statuses.
+const (
+	// BatchApplied: every op was applied (each op's own result may still be an error).
+	BatchApplied BatchStatus = iota + 1
+	// BatchDuplicate: the batch was applied before; Results are the cached results.
+	BatchDuplicate
+	// BatchDuplicateUnknown: the batch was applied before, but its results are no longer cached.
+	BatchDuplicateUnknown
+	// BatchOutOfOrder: Seq was not the proposer's next; nothing was applied, no zxid consumed.
+	BatchOutOfOrder
+)
+
+// OpResult is the outcome of one Op.
+type OpResult struct {
+	Err  wire.Err // the reply header's error code
+	Zxid int64    // the zxid assigned to the op (also for failed writes, as ZooKeeper does)
+	Body []byte   // the wire-encoded response record (nil when the reply has no body)
+}
+
+// BatchResult is the outcome of one Batch, returned to the proposer in the Raft entry's Result.
+type BatchResult struct {
+	Status  BatchStatus
+	Results []OpResult // one per op when Status is BatchApplied or BatchDuplicate
+}
+
+// Event is a change that can trigger watches, in apply order.
+type Event struct {
+	Type wire.EventType // NodeCreated, NodeDeleted, NodeDataChanged or NodeChildrenChanged
+	Path string
+	Zxid int64
+	// ACL is the node's ACL (for NodeChildrenChanged, the parent's): watch events are delivered only
+	// to connections with READ permission on it, as ZooKeeper does.
+	ACL []wire.ACL
+}
