@@ -102,6 +102,13 @@ func (d *Decoder) Offset() int { return d.off }
 // Rest returns the undecoded bytes without consuming them.
 func (d *Decoder) Rest() []byte { return d.buf[d.off:] }
 
+// setErr records err as the decoder's error unless one is already recorded.
+func (d *Decoder) setErr(err error) {
+	if d.err == nil {
+		d.err = err
+	}
+}
+
 func (d *Decoder) fail(what string) {
 	if d.err == nil {
 		d.err = fmt.Errorf("%w: short or invalid %s at offset %d of %d", ErrMalformed, what, d.off, len(d.buf))
