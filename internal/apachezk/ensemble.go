@@ -1,0 +1,640 @@
+package apachezk
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// Options configures an ensemble. The zero value is a standalone server with
+// ZooKeeper's usual timing.
+type Options struct {
+	// Servers is the ensemble size; 0 or 1 means one standalone server.
+	Servers int
+	// TickTime is ZooKeeper's basic time unit (zoo.cfg tickTime); default 2s.
+	// Session timeouts are clamped to [2, 20] ticks.
+	TickTime time.Duration
+	// InitLimit and SyncLimit are in ticks; defaults 10 and 5.
+	InitLimit, SyncLimit int
+	// Config holds extra zoo.cfg keys. A key that Start writes itself
+	// (tickTime, clientPortAddress, 4lw.commands.whitelist, ...) is replaced.
+	Config map[string]string
+	// JVMFlags are passed to java before the main class, e.g.
+	// "-Dzookeeper.extendedTypesEnabled=true" or
+	// "-Dzookeeper.DigestAuthenticationProvider.superDigest=super:D/InIHSb7yEEbrWz8b9l71RjZJU=".
+	JVMFlags []string
+	// Heap is the -Xmx value; default "512m".
+	Heap string
+	// Dir is the parent of the ensemble directory; default os.TempDir().
+	Dir string
+	// KeepDir keeps the server directories (data, logs) after Close.
+	KeepDir bool
+	// StartTimeout bounds the wait for a server to serve after it was
+	// launched (on top of ctx); default 90s.
+	StartTimeout time.Duration
+}
+
+// Handy JVM flags.
+const (
+	// FlagExtendedTypes enables TTL nodes (createTTL); without it ZooKeeper
+	// answers UNIMPLEMENTED.
+	FlagExtendedTypes = "-Dzookeeper.extendedTypesEnabled=true"
+	// FlagSuperDigest makes "super:test" the super user, as the go-zookeeper
+	// and kazoo test harnesses do.
+	FlagSuperDigest = "-Dzookeeper.DigestAuthenticationProvider.superDigest=super:D/InIHSb7yEEbrWz8b9l71RjZJU="
+	// FlagNoContainerGC pushes the container/TTL reaper interval to an hour,
+	// so that time-driven deletions do not make test runs nondeterministic.
+	FlagNoContainerGC = "-Dznode.container.checkIntervalMs=3600000"
+)
+
+func (o Options) withDefaults() Options {
+	if o.Servers <= 0 {
+		o.Servers = 1
+	}
+	if o.TickTime <= 0 {
+		o.TickTime = 2 * time.Second
+	}
+	if o.InitLimit <= 0 {
+		o.InitLimit = 10
+	}
+	if o.SyncLimit <= 0 {
+		o.SyncLimit = 5
+	}
+	if o.Heap == "" {
+		o.Heap = "512m"
+	}
+	if o.Dir == "" {
+		o.Dir = os.TempDir()
+	}
+	if o.StartTimeout <= 0 {
+		o.StartTimeout = 90 * time.Second
+	}
+	return o
+}
+
+// Ensemble is a running set of Apache ZooKeeper servers. Server indexes are
+// 0-based; server i has myid i+1. Methods are safe for concurrent use.
+type Ensemble struct {
+	opts Options
+	root string
+	java string
+
+	mu      sync.Mutex // guards servers[*].proc and closed
+	servers []*server
+	closed  bool
+}
+
+type server struct {
+	myid                               int
+	dir                                string
+	clientPort, peerPort, electionPort int
+	proc                               *process // nil when not running
+}
+
+// process is one JVM. Its reaper goroutine (started by launch) is the only
+// writer of err and closes done after cmd.Wait returns.
+type process struct {
+	cmd  *exec.Cmd
+	done chan struct{}
+	err  error
+}
+
+// Start launches an ensemble and waits until it serves: every server answers
+// `srvr` with a Mode line and there is a leader (or a standalone server). ctx
+// bounds the whole start; the servers outlive ctx and are stopped by Close.
+func Start(ctx context.Context, opts Options) (*Ensemble, error) {
+	if err := Available(); err != nil {
+		return nil, err
+	}
+	opts = opts.withDefaults()
+	var lastErr error
+	for attempt := 0; attempt < 3; attempt++ {
+		e, err := start(ctx, opts)
+		if err == nil {
+			return e, nil
+		}
+		lastErr = err
+		if !errors.Is(err, errPortInUse) || ctx.Err() != nil {
+			break
+		}
+	}
+	return nil, lastErr
+}
+
+func start(ctx context.Context, opts Options) (*Ensemble, error) {
+	java, err := Java()
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(opts.Dir, 0o755); err != nil {
+		return nil, fmt.Errorf("apachezk: %w", err)
+	}
+	root, err := os.MkdirTemp(opts.Dir, "apachezk-")
+	if err != nil {
+		return nil, fmt.Errorf("apachezk: %w", err)
+	}
+	e := &Ensemble{opts: opts, root: root, java: java}
+	ports, err := freePorts(3 * opts.Servers)
+	if err != nil {
+		e.removeDir()
+		return nil, err
+	}
+	for i := 0; i < opts.Servers; i++ {
+		s := &server{
+			myid:         i + 1,
+			dir:          filepath.Join(root, fmt.Sprintf("zk%d", i+1)),
+			clientPort:   ports[3*i],
+			peerPort:     ports[3*i+1],
+			electionPort: ports[3*i+2],
+		}
+		e.servers = append(e.servers, s)
+	}
+	for _, s := range e.servers {
+		if err := e.writeConfig(s); err != nil {
+			e.Close()
+			return nil, err
+		}
+	}
+	e.mu.Lock()
+	for _, s := range e.servers {
+		if err := e.launchLocked(s); err != nil {
+			e.mu.Unlock()
+			e.Close()
+			return nil, err
+		}
+	}
+	e.mu.Unlock()
+	wctx, cancel := context.WithTimeout(ctx, opts.StartTimeout)
+	defer cancel()
+	if err := e.WaitReady(wctx); err != nil {
+		err = e.explain(err)
+		e.Close()
+		return nil, err
+	}
+	return e, nil
+}
+
+// freePorts reserves n distinct loopback ports by binding them all at once,
+// then releases them for the JVMs to bind.
+func freePorts(n int) ([]int, error) {
+	var ls []net.Listener
+	defer func() {
+		for _, l := range ls {
+			l.Close()
+		}
+	}()
+	ports := make([]int, 0, n)
+	for i := 0; i < n; i++ {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, fmt.Errorf("apachezk: reserving a port: %w", err)
+		}
+		ls = append(ls, l)
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	return ports, nil
+}
+
+func (e *Ensemble) writeConfig(s *server) error {
+	data := filepath.Join(s.dir, "data")
+	if err := os.MkdirAll(data, 0o755); err != nil {
+		return fmt.Errorf("apachezk: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(data, "myid"), []byte(strconv.Itoa(s.myid)+"\n"), 0o644); err != nil {
+		return fmt.Errorf("apachezk: %w", err)
+	}
+	kv := [][2]string{
+		{"tickTime", strconv.FormatInt(e.opts.TickTime.Milliseconds(), 10)},
+		{"initLimit", strconv.Itoa(e.opts.InitLimit)},
+		{"syncLimit", strconv.Itoa(e.opts.SyncLimit)},
+		{"dataDir", data},
+		{"clientPort", strconv.Itoa(s.clientPort)},
+		{"clientPortAddress", "127.0.0.1"},
+		{"4lw.commands.whitelist", "*"},
+		{"admin.enableServer", "false"},
+	}
+	if len(e.servers) > 1 {
+		for _, o := range e.servers {
+			kv = append(kv, [2]string{
+				fmt.Sprintf("server.%d", o.myid),
+				fmt.Sprintf("127.0.0.1:%d:%d", o.peerPort, o.electionPort),
+			})
+		}
+	}
+	extra := make([]string, 0, len(e.opts.Config))
+	for k := range e.opts.Config {
+		extra = append(extra, k)
+	}
+	sort.Strings(extra)
+	for _, k := range extra {
+		replaced := false
+		for i := range kv {
+			if kv[i][0] == k {
+				kv[i][1] = e.opts.Config[k]
+				replaced = true
+			}
+		}
+		if !replaced {
+			kv = append(kv, [2]string{k, e.opts.Config[k]})
+		}
+	}
+	var cfg strings.Builder
+	cfg.WriteString("# written by internal/apachezk\n")
+	for _, p := range kv {
+		fmt.Fprintf(&cfg, "%s=%s\n", p[0], p[1])
+	}
+	if err := os.WriteFile(filepath.Join(s.dir, "zoo.cfg"), []byte(cfg.String()), 0o644); err != nil {
+		return fmt.Errorf("apachezk: %w", err)
+	}
+	log4j := "log4j.rootLogger=INFO, FILE\n" +
+		"log4j.appender.FILE=org.apache.log4j.FileAppender\n" +
+		"log4j.appender.FILE.File=" + filepath.Join(s.dir, "zookeeper.log") + "\n" +
+		"log4j.appender.FILE.Append=true\n" +
+		"log4j.appender.FILE.layout=org.apache.log4j.PatternLayout\n" +
+		"log4j.appender.FILE.layout.ConversionPattern=%d{ISO8601} [myid:%X{myid}] - %-5p [%t:%C{1}@%L] - %m%n\n"
+	if err := os.WriteFile(filepath.Join(s.dir, "log4j.properties"), []byte(log4j), 0o644); err != nil {
+		return fmt.Errorf("apachezk: %w", err)
+	}
+	return nil
+}
+
+// launchLocked starts the JVM of s. e.mu must be held.
+func (e *Ensemble) launchLocked(s *server) error {
+	if e.closed {
+		return fmt.Errorf("apachezk: ensemble closed")
+	}
+	if s.proc != nil {
+		return nil
+	}
+	out, err := os.OpenFile(filepath.Join(s.dir, "stdout.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return fmt.Errorf("apachezk: %w", err)
+	}
+	args := []string{
+		"-Xmx" + e.opts.Heap,
+		"-Djava.net.preferIPv4Stack=true",
+		"-Dlog4j.configuration=file:" + filepath.Join(s.dir, "log4j.properties"),
+		"-Dzookeeper.log.dir=" + s.dir,
+	}
+	args = append(args, e.opts.JVMFlags...)
+	args = append(args, "-cp", Classpath(s.dir), MainClass, filepath.Join(s.dir, "zoo.cfg"))
+	cmd := exec.Command(e.java, args...)
+	cmd.Dir = s.dir
+	cmd.Stdin = nil
+	cmd.Stdout = out
+	cmd.Stderr = out
+	cmd.SysProcAttr = sysProcAttr()
+	if err := cmd.Start(); err != nil {
+		out.Close()
+		return fmt.Errorf("apachezk: starting server %d: %w", s.myid, err)
+	}
+	p := &process{cmd: cmd, done: make(chan struct{})}
+	go func() {
+		p.err = cmd.Wait()
+		out.Close()
+		close(p.done)
+	}()
+	s.proc = p
+	return nil
+}
+
+// Size is the number of servers.
+func (e *Ensemble) Size() int { return len(e.servers) }
+
+// Dir is the directory of the whole ensemble.
+func (e *Ensemble) Dir() string { return e.root }
+
+// ServerDir is server i's directory (zoo.cfg, data/, zookeeper.log, stdout.log).
+func (e *Ensemble) ServerDir(i int) string { return e.servers[i].dir }
+
+// Addr is server i's client address, "127.0.0.1:port".
+func (e *Ensemble) Addr(i int) string {
+	return net.JoinHostPort("127.0.0.1", strconv.Itoa(e.servers[i].clientPort))
+}
+
+// Addrs lists the client addresses of all servers, running or not.
+func (e *Ensemble) Addrs() []string {
+	a := make([]string, len(e.servers))
+	for i := range e.servers {
+		a[i] = e.Addr(i)
+	}
+	return a
+}
+
+// ConnectString is the comma-separated client address list.
+func (e *Ensemble) ConnectString() string { return strings.Join(e.Addrs(), ",") }
+
+// Running reports whether server i's process is running.
+func (e *Ensemble) Running(i int) bool {
+	e.mu.Lock()
+	p := e.servers[i].proc
+	e.mu.Unlock()
+	if p == nil {
+		return false
+	}
+	select {
+	case <-p.done:
+		return false
+	default:
+		return true
+	}
+}
+
+// Kill sends SIGKILL to server i and waits for the process to exit.
+func (e *Ensemble) Kill(i int) error {
+	return e.stop(i, syscall.SIGKILL, 0)
+}
+
+// Stop sends SIGTERM to server i and waits for it to exit (SIGKILL after
+// 15s).
+func (e *Ensemble) Stop(i int) error {
+	return e.stop(i, syscall.SIGTERM, 15*time.Second)
+}
+
+func (e *Ensemble) stop(i int, sig syscall.Signal, grace time.Duration) error {
+	e.mu.Lock()
+	s := e.servers[i]
+	p := s.proc
+	s.proc = nil
+	e.mu.Unlock()
+	if p == nil {
+		return fmt.Errorf("%w: server %d", ErrNotRunning, i)
+	}
+	terminate(p, sig, grace)
+	return nil
+}
+
+func terminate(p *process, sig syscall.Signal, grace time.Duration) {
+	_ = p.cmd.Process.Signal(sig)
+	if sig == syscall.SIGKILL {
+		<-p.done
+		return
+	}
+	t := time.NewTimer(grace)
+	defer t.Stop()
+	select {
+	case <-p.done:
+	case <-t.C:
+		_ = p.cmd.Process.Kill()
+		<-p.done
+	}
+}
+
+// Restart stops server i if it runs (SIGTERM), starts it again with the same
+// configuration and data, and waits until the ensemble serves again.
+func (e *Ensemble) Restart(ctx context.Context, i int) error {
+	if e.Running(i) {
+		if err := e.Stop(i); err != nil && !errors.Is(err, ErrNotRunning) {
+			return err
+		}
+	}
+	return e.Start(ctx, i)
+}
+
+// Start starts the stopped server i and waits until the ensemble serves.
+func (e *Ensemble) Start(ctx context.Context, i int) error {
+	e.mu.Lock()
+	s := e.servers[i]
+	if s.proc != nil {
+		select {
+		case <-s.proc.done:
+			s.proc = nil // crashed on its own; reap and relaunch
+		default:
+		}
+	}
+	err := e.launchLocked(s)
+	e.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	wctx, cancel := context.WithTimeout(ctx, e.opts.StartTimeout)
+	defer cancel()
+	if err := e.WaitReady(wctx); err != nil {
+		return e.explain(err)
+	}
+	return nil
+}
+
+// Mode asks server i for its role with `srvr`: "standalone", "leader",
+// "follower", "observer", or an error (not serving, not running).
+func (e *Ensemble) Mode(ctx context.Context, i int) (string, error) {
+	out, err := FourLetterWord(ctx, e.Addr(i), "srvr")
+	if err != nil {
+		return "", err
+	}
+	return parseMode(out)
+}
+
+func parseMode(srvr string) (string, error) {
+	sc := bufio.NewScanner(strings.NewReader(srvr))
+	for sc.Scan() {
+		if m, ok := strings.CutPrefix(sc.Text(), "Mode: "); ok {
+			return strings.TrimSpace(m), nil
+		}
+	}
+	return "", fmt.Errorf("apachezk: no Mode in srvr reply %q", strings.TrimSpace(srvr))
+}
+
+// Leader returns the index of the server whose `srvr` Mode is leader or
+// standalone, or -1 if no running server says so (asks each server with a
+// 2s timeout).
+func (e *Ensemble) Leader() int {
+	for i := range e.servers {
+		if !e.Running(i) {
+			continue
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		m, err := e.Mode(ctx, i)
+		cancel()
+		if err == nil && (m == "leader" || m == "standalone") {
+			return i
+		}
+	}
+	return -1
+}
+
+// WaitReady polls until every running server answers `srvr` with a Mode line
+// and one of them is leader or standalone. It fails early when a server
+// process has exited. A stopped ensemble server (after Kill/Stop) is not
+// waited for.
+func (e *Ensemble) WaitReady(ctx context.Context) error {
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	var lastErr error
+	for {
+		ready, err := e.ready(ctx)
+		if ready {
+			return nil
+		}
+		if errors.Is(err, errExited) {
+			return err
+		}
+		if err != nil {
+			lastErr = err
+		}
+		select {
+		case <-ctx.Done():
+			if lastErr == nil {
+				lastErr = ctx.Err()
+			}
+			return fmt.Errorf("%w: %v", ErrNotReady, lastErr)
+		case <-tick.C:
+		}
+	}
+}
+
+var errExited = errors.New("apachezk: server process exited")
+
+func (e *Ensemble) ready(ctx context.Context) (bool, error) {
+	e.mu.Lock()
+	procs := make([]*process, len(e.servers))
+	for i, s := range e.servers {
+		procs[i] = s.proc
+	}
+	e.mu.Unlock()
+	haveLeader, running := false, 0
+	for i, p := range procs {
+		if p == nil {
+			continue
+		}
+		select {
+		case <-p.done:
+			return false, fmt.Errorf("%w: server %d (myid %d): %v", errExited, i, i+1, p.err)
+		default:
+		}
+		running++
+		qctx, cancel := context.WithTimeout(ctx, time.Second)
+		m, err := e.Mode(qctx, i)
+		cancel()
+		if err != nil {
+			return false, fmt.Errorf("server %d: %w", i, err)
+		}
+		switch m {
+		case "leader", "standalone":
+			haveLeader = true
+		case "follower", "observer":
+		default:
+			return false, fmt.Errorf("server %d: mode %q", i, m)
+		}
+	}
+	if running == 0 {
+		return false, fmt.Errorf("%w: no server running", ErrNotRunning)
+	}
+	if !haveLeader {
+		return false, errors.New("no leader yet")
+	}
+	return true, nil
+}
+
+// explain decorates a start failure with the tails of the server logs and
+// marks port collisions as retryable.
+func (e *Ensemble) explain(err error) error {
+	var b strings.Builder
+	portInUse := false
+	for _, s := range e.servers {
+		for _, name := range []string{"zookeeper.log", "stdout.log"} {
+			data, rerr := os.ReadFile(filepath.Join(s.dir, name))
+			if rerr != nil || len(data) == 0 {
+				continue
+			}
+			if bytes.Contains(data, []byte("Address already in use")) {
+				portInUse = true
+			}
+			fmt.Fprintf(&b, "\n--- server %d %s (tail) ---\n%s", s.myid, name, tail(data, 15))
+		}
+	}
+	if portInUse {
+		return fmt.Errorf("%w: %w%s", errPortInUse, err, b.String())
+	}
+	return fmt.Errorf("%w%s", err, b.String())
+}
+
+func tail(data []byte, n int) string {
+	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// Close stops every server (SIGTERM when KeepDir is set so that logs are
+// flushed, SIGKILL otherwise), waits for the processes, and removes the
+// ensemble directory unless KeepDir. It is idempotent.
+func (e *Ensemble) Close() error {
+	e.mu.Lock()
+	if e.closed {
+		e.mu.Unlock()
+		return nil
+	}
+	e.closed = true
+	var procs []*process
+	for _, s := range e.servers {
+		if s.proc != nil {
+			procs = append(procs, s.proc)
+			s.proc = nil
+		}
+	}
+	e.mu.Unlock()
+	sig, grace := syscall.SIGKILL, time.Duration(0)
+	if e.opts.KeepDir {
+		sig, grace = syscall.SIGTERM, 15*time.Second
+	}
+	var wg sync.WaitGroup
+	for _, p := range procs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			terminate(p, sig, grace)
+		}()
+	}
+	wg.Wait()
+	if !e.opts.KeepDir {
+		return e.removeDir()
+	}
+	return nil
+}
+
+func (e *Ensemble) removeDir() error {
+	if err := os.RemoveAll(e.root); err != nil {
+		return fmt.Errorf("apachezk: %w", err)
+	}
+	return nil
+}
+
+// FourLetterWord sends a four-letter command (srvr, ruok, mntr, stat, ...)
+// to addr and returns the full text reply. ZooKeeper closes the connection
+// after answering.
+func FourLetterWord(ctx context.Context, addr, cmd string) (string, error) {
+	var d net.Dialer
+	conn, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return "", err
+	}
+	defer conn.Close()
+	if dl, ok := ctx.Deadline(); ok {
+		_ = conn.SetDeadline(dl)
+	} else {
+		_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
+	}
+	if _, err := conn.Write([]byte(cmd)); err != nil {
+		return "", err
+	}
+	out, err := io.ReadAll(conn)
+	if err != nil && len(out) == 0 {
+		return "", err
+	}
+	return string(out), nil
+}
