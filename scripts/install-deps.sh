@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# Installs what Corral's tests need from Debian: Apache ZooKeeper 3.8 (the
+# differential-test oracle and benchmark baseline), its C client, and kazoo.
+# Idempotent: packages already installed are left alone, and `apt-get update`
+# runs only when something has to be installed. Non-interactive; run as root
+# (or with sudo available).
+set -euo pipefail
+
+PACKAGES=(zookeeper zookeeper-bin python3-kazoo)
+
+export DEBIAN_FRONTEND=noninteractive
+
+installed() {
+	[ "$(dpkg-query -W -f='${db:Status-Status}' "$1" 2>/dev/null || true)" = "installed" ]
+}
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+	if installed "$p"; then
+		echo "install-deps: $p already installed ($(dpkg-query -W -f='${Version}' "$p"))"
+	else
+		missing+=("$p")
+	fi
+done
+
+if [ "${#missing[@]}" -eq 0 ]; then
+	echo "install-deps: nothing to do"
+	exit 0
+fi
+
+SUDO=()
+if [ "$(id -u)" -ne 0 ]; then
+	if command -v sudo >/dev/null 2>&1; then
+		SUDO=(sudo -n)
+	else
+		echo "install-deps: need root to install ${missing[*]}" >&2
+		exit 1
+	fi
+fi
+
+echo "install-deps: installing ${missing[*]}"
+"${SUDO[@]}" apt-get update -q
+"${SUDO[@]}" apt-get install -y -q \
+	-o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold "${missing[@]}"
+
+for p in "${missing[@]}"; do
+	if ! installed "$p"; then
+		echo "install-deps: $p failed to install" >&2
+		exit 1
+	fi
+	echo "install-deps: installed $p ($(dpkg-query -W -f='${Version}' "$p"))"
+done
