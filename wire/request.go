@@ -3,6 +3,7 @@ package wire
 import (
 	"errors"
 	"fmt"
+	"sync"
 )
 
 // ErrUnknownOp is returned (wrapped) by DecodeRequest for an opcode that has no client request
@@ -61,6 +62,9 @@ func NewRequest(op OpCode) Record {
 	return nil
 }
 
+// decoderPool holds Decoders for DecodeRequest (one passed to an interface method would escape).
+var decoderPool = sync.Pool{New: func() any { return new(Decoder) }}
+
 // DecodeRequest decodes the body that follows a RequestHeader of type op and returns a pointer to
 // the request record (*CreateRequest for create, create2 and createContainer, *GetChildrenRequest for
 // getChildren and getChildren2, *MultiRequest for multi and multiRead, and so on).
@@ -82,8 +86,12 @@ func DecodeRequest(op OpCode, body []byte) (Record, error) {
 	if r == nil {
 		return nil, fmt.Errorf("%w: %d", ErrUnknownOp, op)
 	}
-	d := Decoder{buf: body}
-	if err := r.Decode(&d); err != nil {
+	d := decoderPool.Get().(*Decoder)
+	d.Reset(body)
+	err := r.Decode(d)
+	d.Reset(nil)
+	decoderPool.Put(d)
+	if err != nil {
 		return nil, err
 	}
 	if m, ok := r.(*MultiRequest); ok && len(m.Ops) > 0 && m.ReadOnly() != (op == OpMultiRead) {
