@@ -1,0 +1,20 @@
+// Package acl implements ZooKeeper 3.8's access-control logic as pure functions: the permission
+// check (ZooKeeperServer.checkACL), the normalisation of ACL lists supplied by create and setACL
+// (PrepRequestProcessor.fixupACL, including the expansion of the "auth" scheme), the digest
+// scheme's id derivation (DigestAuthenticationProvider.generateDigest) and the masking of digest
+// ids that getACL applies for callers without ADMIN permission.
+//
+// Identities: a caller's identities are a []wire.ID collected by the connection layer: the
+// implicit ("ip", address) of the connection, one ("digest", "user:hash") per successful digest
+// auth packet, and ("super", "") when the credential matched the configured super digest.
+//
+// Authentication providers: like a ZooKeeper server with its default configuration, this package
+// knows two providers, "ip" and "digest". Only they (and world:anyone, and the "auth"
+// pseudo-scheme) are accepted by Fixup. Check matches an ACL entry of any other scheme by
+// equality with the caller's id of that scheme (ZooKeeper would find no provider and never match;
+// such entries cannot be created through Fixup). "super" is never an ACL scheme in practice: it
+// only appears among a caller's ids, where it grants everything.
+//
+// Nothing here keeps state or does IO; every function is deterministic, so the shard state
+// machine calls them inside Raft apply.
+package acl
