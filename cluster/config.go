@@ -1,0 +1,327 @@
+package cluster
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Peer is one server.N line of zoo.cfg.
+type Peer struct {
+	ID           uint64
+	Host         string
+	PeerPort     int // carries Raft
+	ElectionPort int // accepted for compatibility; unused
+	ClientAddr   string
+}
+
+// RaftAddress is the host:port that carries this peer's Raft traffic.
+func (p Peer) RaftAddress() string { return net.JoinHostPort(p.Host, strconv.Itoa(p.PeerPort)) }
+
+// Config is a server's configuration: the zoo.cfg keys Corral understands plus its own corral.* keys.
+type Config struct {
+	TickTime          time.Duration
+	InitLimit         int
+	SyncLimit         int
+	DataDir           string
+	DataLogDir        string
+	ClientPort        int
+	ClientPortAddress string
+	MaxClientCnxns    int
+	MinSessionTimeout time.Duration
+	MaxSessionTimeout time.Duration
+	// FourLetterWords is the whitelist (4lw.commands.whitelist); "*" allows all.
+	FourLetterWords map[string]bool
+	AdminPort       int // admin.serverPort; 0 disables the HTTP admin server
+	AdminAddress    string
+	MyID            uint64
+	Peers           []Peer
+	SuperDigest     string // zookeeper.DigestAuthenticationProvider.superDigest / corral.superDigest
+	ExtendedTypes   bool   // zookeeper.extendedTypesEnabled: TTL nodes
+	MaxBuffer       int    // jute.maxbuffer
+
+	// Corral's own keys.
+	Shards               int           // corral.shards: number of data shards
+	RTT                  time.Duration // corral.rtt: Raft logical clock tick
+	ContainerCheck       time.Duration // znode.container.checkIntervalMs
+	Unknown              []string      // keys not understood (warned about)
+	applyDelayForTests   time.Duration
+	SourcePath           string
+	ReplicaCountPerShard int
+}
+
+// DefaultFourLetterWords is ZooKeeper's default whitelist.
+var DefaultFourLetterWords = map[string]bool{"srvr": true}
+
+// DefaultConfig returns the defaults ZooKeeper uses where a key is absent.
+func DefaultConfig() Config {
+	return Config{
+		TickTime:        2000 * time.Millisecond,
+		InitLimit:       10,
+		SyncLimit:       5,
+		ClientPort:      2181,
+		MaxClientCnxns:  60,
+		FourLetterWords: DefaultFourLetterWords,
+		MaxBuffer:       0xfffff,
+		Shards:          4,
+		RTT:             10 * time.Millisecond,
+		ContainerCheck:  60 * time.Second,
+	}
+}
+
+// LoadConfig reads a zoo.cfg file and the myid file in its dataDir.
+func LoadConfig(path string, log *slog.Logger) (Config, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return Config{}, fmt.Errorf("cluster: open config: %w", err)
+	}
+	defer f.Close()
+	cfg, err := ParseConfig(f)
+	if err != nil {
+		return Config{}, fmt.Errorf("cluster: %s: %w", path, err)
+	}
+	cfg.SourcePath = path
+	if cfg.DataDir != "" && !filepath.IsAbs(cfg.DataDir) {
+		cfg.DataDir = filepath.Join(filepath.Dir(path), cfg.DataDir)
+	}
+	if cfg.DataLogDir != "" && !filepath.IsAbs(cfg.DataLogDir) {
+		cfg.DataLogDir = filepath.Join(filepath.Dir(path), cfg.DataLogDir)
+	}
+	if err := cfg.loadMyID(); err != nil {
+		return Config{}, err
+	}
+	for _, k := range cfg.Unknown {
+		if log != nil {
+			log.Warn("unknown configuration key ignored", "key", k, "file", path)
+		}
+	}
+	return cfg, cfg.Validate()
+}
+
+func (c *Config) loadMyID() error {
+	if c.MyID != 0 {
+		return nil
+	}
+	if len(c.Peers) == 0 {
+		c.MyID = 1 // standalone
+		return nil
+	}
+	b, err := os.ReadFile(filepath.Join(c.DataDir, "myid"))
+	if err != nil {
+		return fmt.Errorf("cluster: %w (the myid file names this server among server.N)", err)
+	}
+	id, err := strconv.ParseUint(strings.TrimSpace(string(b)), 10, 64)
+	if err != nil {
+		return fmt.Errorf("cluster: myid %q is not a number", strings.TrimSpace(string(b)))
+	}
+	c.MyID = id
+	return nil
+}
+
+// ParseConfig parses zoo.cfg text (Java properties: key=value, # comments).
+func ParseConfig(r io.Reader) (Config, error) {
+	cfg := DefaultConfig()
+	var minST, maxST time.Duration
+	sc := bufio.NewScanner(r)
+	line := 0
+	for sc.Scan() {
+		line++
+		s := strings.TrimSpace(sc.Text())
+		if s == "" || s[0] == '#' || s[0] == '!' {
+			continue
+		}
+		k, v, ok := strings.Cut(s, "=")
+		if !ok {
+			if k2, v2, ok2 := strings.Cut(s, ":"); ok2 {
+				k, v = k2, v2
+			} else {
+				return cfg, fmt.Errorf("line %d: %q is not key=value", line, s)
+			}
+		}
+		k, v = strings.TrimSpace(k), strings.TrimSpace(v)
+		if err := cfg.set(k, v, &minST, &maxST); err != nil {
+			return cfg, fmt.Errorf("line %d: %s: %w", line, k, err)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return cfg, err
+	}
+	sort.Slice(cfg.Peers, func(i, j int) bool { return cfg.Peers[i].ID < cfg.Peers[j].ID })
+	cfg.MinSessionTimeout, cfg.MaxSessionTimeout = 2*cfg.TickTime, 20*cfg.TickTime
+	if minST > 0 {
+		cfg.MinSessionTimeout = minST
+	}
+	if maxST > 0 {
+		cfg.MaxSessionTimeout = maxST
+	}
+	return cfg, nil
+}
+
+func (c *Config) set(k, v string, minST, maxST *time.Duration) error {
+	atoi := func() (int, error) {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			return 0, fmt.Errorf("%q is not a number", v)
+		}
+		return n, nil
+	}
+	ms := func() (time.Duration, error) {
+		n, err := atoi()
+		return time.Duration(n) * time.Millisecond, err
+	}
+	var err error
+	switch {
+	case k == "tickTime":
+		c.TickTime, err = ms()
+	case k == "initLimit":
+		c.InitLimit, err = atoi()
+	case k == "syncLimit":
+		c.SyncLimit, err = atoi()
+	case k == "dataDir":
+		c.DataDir = v
+	case k == "dataLogDir":
+		c.DataLogDir = v
+	case k == "clientPort":
+		c.ClientPort, err = atoi()
+	case k == "clientPortAddress":
+		c.ClientPortAddress = v
+	case k == "maxClientCnxns":
+		c.MaxClientCnxns, err = atoi()
+	case k == "minSessionTimeout":
+		*minST, err = ms()
+	case k == "maxSessionTimeout":
+		*maxST, err = ms()
+	case k == "4lw.commands.whitelist":
+		c.FourLetterWords = map[string]bool{}
+		for _, w := range strings.Split(v, ",") {
+			if w = strings.TrimSpace(w); w != "" {
+				c.FourLetterWords[w] = true
+			}
+		}
+	case k == "admin.serverPort":
+		c.AdminPort, err = atoi()
+	case k == "admin.serverAddress":
+		c.AdminAddress = v
+	case k == "admin.enableServer":
+		if v == "false" {
+			c.AdminPort = -1
+		}
+	case k == "jute.maxbuffer":
+		c.MaxBuffer, err = atoi()
+	case k == "zookeeper.extendedTypesEnabled" || k == "extendedTypesEnabled" || k == "corral.extendedTypes":
+		c.ExtendedTypes = v == "true"
+	case k == "zookeeper.DigestAuthenticationProvider.superDigest" || k == "corral.superDigest":
+		c.SuperDigest = v
+	case k == "znode.container.checkIntervalMs":
+		c.ContainerCheck, err = ms()
+	case k == "corral.shards":
+		c.Shards, err = atoi()
+	case k == "corral.rttMs":
+		c.RTT, err = ms()
+	case k == "corral.testing.applyDelay":
+		c.applyDelayForTests, err = time.ParseDuration(v)
+	case strings.HasPrefix(k, "server."):
+		p, perr := parsePeer(strings.TrimPrefix(k, "server."), v)
+		if perr != nil {
+			return perr
+		}
+		c.Peers = append(c.Peers, p)
+	case k == "standaloneEnabled", k == "reconfigEnabled", k == "autopurge.snapRetainCount",
+		k == "autopurge.purgeInterval", k == "preAllocSize", k == "snapCount", k == "syncEnabled",
+		k == "electionAlg", k == "quorumListenOnAllIPs", k == "globalOutstandingLimit",
+		k == "admin.enableServer", k == "metricsProvider.className", k == "metricsProvider.httpPort":
+		// Understood and not needed by Corral.
+	default:
+		c.Unknown = append(c.Unknown, k)
+	}
+	return err
+}
+
+// parsePeer parses "N" and "host:peer:election[:role][;[clientHost:]clientPort]".
+func parsePeer(idStr, v string) (Peer, error) {
+	id, err := strconv.ParseUint(idStr, 10, 64)
+	if err != nil || id == 0 || id > 254 {
+		return Peer{}, fmt.Errorf("server id %q must be 1..254", idStr)
+	}
+	addr, client, _ := strings.Cut(v, ";")
+	parts := strings.Split(addr, ":")
+	if len(parts) < 3 {
+		return Peer{}, fmt.Errorf("%q is not host:peerPort:electionPort", v)
+	}
+	p := Peer{ID: id, Host: parts[0]}
+	if p.PeerPort, err = strconv.Atoi(parts[1]); err != nil {
+		return Peer{}, fmt.Errorf("peer port %q", parts[1])
+	}
+	if p.ElectionPort, err = strconv.Atoi(parts[2]); err != nil {
+		return Peer{}, fmt.Errorf("election port %q", parts[2])
+	}
+	if client != "" {
+		if !strings.Contains(client, ":") {
+			client = net.JoinHostPort("0.0.0.0", client)
+		}
+		p.ClientAddr = client
+	}
+	return p, nil
+}
+
+// Validate checks the configuration for mistakes an operator can fix.
+func (c *Config) Validate() error {
+	switch {
+	case c.TickTime <= 0:
+		return fmt.Errorf("cluster: tickTime must be positive")
+	case c.DataDir == "":
+		return fmt.Errorf("cluster: dataDir is required")
+	case c.ClientPort <= 0 || c.ClientPort > 65535:
+		return fmt.Errorf("cluster: clientPort %d out of range", c.ClientPort)
+	case c.Shards < 1 || c.Shards > 200:
+		return fmt.Errorf("cluster: corral.shards %d must be 1..200", c.Shards)
+	case c.MinSessionTimeout > c.MaxSessionTimeout:
+		return fmt.Errorf("cluster: minSessionTimeout %v > maxSessionTimeout %v", c.MinSessionTimeout, c.MaxSessionTimeout)
+	}
+	if len(c.Peers) > 0 {
+		found := false
+		for _, p := range c.Peers {
+			if p.ID == c.MyID {
+				found = true
+			}
+		}
+		if !found {
+			return fmt.Errorf("cluster: myid %d is not among the server.N lines", c.MyID)
+		}
+	}
+	return nil
+}
+
+// Self returns this server's peer entry (a synthetic one when standalone).
+func (c *Config) Self() Peer {
+	for _, p := range c.Peers {
+		if p.ID == c.MyID {
+			return p
+		}
+	}
+	return Peer{ID: c.MyID, Host: "127.0.0.1", PeerPort: c.ClientPort + 10000}
+}
+
+// AllPeers returns the ensemble's members (just Self when standalone).
+func (c *Config) AllPeers() []Peer {
+	if len(c.Peers) == 0 {
+		return []Peer{c.Self()}
+	}
+	return c.Peers
+}
+
+// ClientListenAddr is the address the client port binds.
+func (c *Config) ClientListenAddr() string {
+	return net.JoinHostPort(c.ClientPortAddress, strconv.Itoa(c.ClientPort))
+}
+
+// ApplyDelay is the per-write delay injected for latency-bound benchmarks (corral.testing.applyDelay).
+func (c *Config) ApplyDelay() time.Duration { return c.applyDelayForTests }

@@ -1,0 +1,459 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/lni/dragonboat/v4"
+	"github.com/lni/dragonboat/v4/config"
+	dblogger "github.com/lni/dragonboat/v4/logger"
+	sm "github.com/lni/dragonboat/v4/statemachine"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/corral/corral/router"
+	"github.com/corral/corral/server"
+	"github.com/corral/corral/session"
+	"github.com/corral/corral/shard"
+	"github.com/corral/corral/watchhub"
+	"github.com/corral/corral/wire"
+)
+
+// MetaShardID is the Raft group holding the session table.
+const MetaShardID = 1
+
+// DataShardID returns the Raft group id of data shard i (0-based).
+func DataShardID(i int) uint64 { return uint64(i) + 2 }
+
+var loggerOnce sync.Once
+
+// quietDragonboat lowers dragonboat's own logging to warnings, once per process.
+func quietDragonboat() {
+	loggerOnce.Do(func() {
+		for _, name := range []string{"raft", "rsm", "transport", "dragonboat", "logdb", "raftpb", "config", "settings", "grpc", "tan", "registry"} {
+			dblogger.GetLogger(name).SetLevel(dblogger.WARNING)
+		}
+	})
+}
+
+// Server is one running Corral server.
+type Server struct {
+	cfg      Config
+	log      *slog.Logger
+	nh       *dragonboat.NodeHost
+	router   *router.Router
+	hub      *watchhub.Hub
+	table    *session.Table
+	sessions *session.Manager
+	client   *server.Server
+	reg      *prometheus.Registry
+	admin    *http.Server
+	ln       net.Listener
+
+	srvPtr atomic.Pointer[server.Server]
+	ready  atomic.Bool
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+// Start runs a server from cfg and returns once it accepts clients.
+func Start(ctx context.Context, cfg Config, log *slog.Logger) (*Server, error) {
+	if log == nil {
+		log = slog.Default()
+	}
+	quietDragonboat()
+	s := &Server{cfg: cfg, log: log.With("server", cfg.MyID), reg: prometheus.NewRegistry()}
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	s.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	if err := s.startRaft(); err != nil {
+		s.cancel()
+		return nil, err
+	}
+	if err := s.waitReady(ctx); err != nil {
+		s.Close()
+		return nil, err
+	}
+	if err := s.startClientPort(); err != nil {
+		s.Close()
+		return nil, err
+	}
+	s.startAdmin()
+	s.ready.Store(true)
+	s.log.Info("serving clients", "client", s.ln.Addr().String(), "shards", cfg.Shards, "peers", len(cfg.AllPeers()))
+	return s, nil
+}
+
+func (s *Server) startRaft() error {
+	cfg := s.cfg
+	base := filepath.Join(cfg.DataDir, "corral")
+	if err := os.MkdirAll(base, 0o755); err != nil {
+		return fmt.Errorf("cluster: %w", err)
+	}
+	self := cfg.Self()
+	nhc := config.NodeHostConfig{
+		NodeHostDir:    filepath.Join(base, "nodehost"),
+		RTTMillisecond: uint64(cfg.RTT / time.Millisecond),
+		RaftAddress:    self.RaftAddress(),
+		Expert:         config.ExpertConfig{LogDB: config.GetSmallMemLogDBConfig()},
+	}
+	if cfg.DataLogDir != "" {
+		nhc.WALDir = filepath.Join(cfg.DataLogDir, "corral-wal")
+	}
+	if nhc.RTTMillisecond == 0 {
+		nhc.RTTMillisecond = 10
+	}
+	nh, err := dragonboat.NewNodeHost(nhc)
+	if err != nil {
+		return fmt.Errorf("cluster: starting raft node host at %s: %w", self.RaftAddress(), err)
+	}
+	s.nh = nh
+
+	s.hub = watchhub.New(watchhub.Options{})
+	ids := make([]uint64, cfg.Shards)
+	tags := make([]uint8, cfg.Shards)
+	for i := range ids {
+		ids[i], tags[i] = DataShardID(i), uint8(i+1)
+	}
+	s.router = router.New(ids, tags, s.hub.Trigger)
+
+	members := map[uint64]dragonboat.Target{}
+	for _, p := range cfg.AllPeers() {
+		members[p.ID] = p.RaftAddress()
+	}
+	raftCfg := func(shardID uint64) config.Config {
+		return config.Config{ShardID: shardID, ReplicaID: cfg.MyID, ElectionRTT: 20, HeartbeatRTT: 2,
+			CheckQuorum: true, SnapshotEntries: 20000, CompactionOverhead: 5000, MaxInMemLogSize: 256 << 20}
+	}
+	initial := func(shardID uint64) map[uint64]dragonboat.Target {
+		if ok, _ := nh.HasNodeInfo(shardID, cfg.MyID); ok {
+			return nil // restart: membership comes from the log
+		}
+		return members
+	}
+
+	s.table = session.NewTable(func(c session.Change) {
+		if srv := s.srvPtr.Load(); srv != nil {
+			srv.SessionChanged(c.ID, c.Closing, c.Owner)
+		}
+	})
+	if err := nh.StartReplica(initial(MetaShardID), false, func(uint64, uint64) sm.IStateMachine { return s.table },
+		raftCfg(MetaShardID)); err != nil {
+		return fmt.Errorf("cluster: starting meta shard: %w", err)
+	}
+	for i, id := range ids {
+		scfg := shard.Config{ShardID: id, Tag: tags[i], OwnsRoot: i == 0, Root: "/",
+			Dir: filepath.Join(base, "shards", fmt.Sprintf("%d", id)), ExtendedTypes: cfg.ExtendedTypes,
+			Listener: s.router, Logger: s.log.With("shard", id)}
+		if i != 0 {
+			scfg.Root = ""
+		}
+		create := func(uint64, uint64) sm.IOnDiskStateMachine { return shard.NewMachine(scfg) }
+		if err := nh.StartOnDiskReplica(initial(id), false, create, raftCfg(id)); err != nil {
+			return fmt.Errorf("cluster: starting data shard %d: %w", id, err)
+		}
+		sh := s.router.Shard(id)
+		sh.Proposer = router.NewProposer(id, s.proposeFunc(id), router.ProposerOptions{Log: s.log})
+	}
+	s.sessions = session.NewManager(session.Options{Self: cfg.MyID, Tick: cfg.TickTime / 2, Table: s.table,
+		Meta: metaRaft{s}, CloseOnShards: s.closeOnShards, Log: s.log})
+	return nil
+}
+
+// proposeFunc adapts dragonboat's asynchronous proposal to router.ProposeFunc.
+func (s *Server) proposeFunc(shardID uint64) router.ProposeFunc {
+	cs := s.nh.GetNoOPSession(shardID)
+	delay := s.cfg.ApplyDelay()
+	return func(ctx context.Context, cmd []byte) ([]byte, error) {
+		if delay > 0 {
+			select {
+			case <-time.After(delay):
+			case <-ctx.Done():
+				return nil, router.ErrStopped
+			}
+		}
+		rs, err := s.nh.Propose(cs, cmd, 5*time.Second)
+		if err != nil {
+			switch {
+			case errors.Is(err, dragonboat.ErrClosed), errors.Is(err, dragonboat.ErrShardClosed):
+				return nil, fmt.Errorf("%w: %v", router.ErrStopped, err)
+			default:
+				return nil, fmt.Errorf("%w: %v", router.ErrRetryable, err)
+			}
+		}
+		defer rs.Release()
+		select {
+		case r := <-rs.ResultC():
+			switch {
+			case r.Completed():
+				return r.GetResult().Data, nil
+			case r.Dropped(), r.Rejected():
+				return nil, fmt.Errorf("%w: proposal dropped", router.ErrRetryable)
+			case r.Terminated():
+				return nil, fmt.Errorf("%w: shard terminated", router.ErrStopped)
+			default:
+				return nil, errors.New("proposal timed out or aborted")
+			}
+		case <-ctx.Done():
+			return nil, router.ErrStopped
+		}
+	}
+}
+
+func (s *Server) closeOnShards(ctx context.Context, id int64) error {
+	shards := s.router.Shards()
+	errs := make(chan error, len(shards))
+	for _, sh := range shards {
+		sh.Proposer.Submit(&router.Request{Op: shard.Op{Session: id, Code: wire.OpCloseSession},
+			Done: func(res shard.OpResult, err error) {
+				if err == nil && res.Err != wire.ErrOK {
+					err = res.Err
+				}
+				errs <- err
+			}})
+	}
+	var first error
+	for range shards {
+		select {
+		case err := <-errs:
+			if err != nil && first == nil {
+				first = err
+			}
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return first
+}
+
+// Sync makes this replica of shardID catch up with its leader (ReadIndex).
+func (s *Server) Sync(ctx context.Context, shardID uint64) error {
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+	}
+	_, err := s.nh.SyncRead(ctx, shardID, nil)
+	return err
+}
+
+type metaRaft struct{ s *Server }
+
+func (m metaRaft) Propose(ctx context.Context, cmd []byte) (uint64, error) {
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+	}
+	res, err := m.s.nh.SyncPropose(ctx, m.s.nh.GetNoOPSession(MetaShardID), cmd)
+	return res.Value, err
+}
+
+func (m metaRaft) Barrier(ctx context.Context) error { return m.s.Sync(ctx, MetaShardID) }
+
+func (m metaRaft) IsLeader() bool {
+	id, _, ok, err := m.s.nh.GetLeaderID(MetaShardID)
+	return err == nil && ok && id == m.s.cfg.MyID
+}
+
+// waitReady waits until every shard has a leader and has published its first view.
+func (s *Server) waitReady(ctx context.Context) error {
+	all := append([]uint64{MetaShardID}, shardIDs(s.router)...)
+	for {
+		ready := true
+		for _, id := range all {
+			if _, _, ok, err := s.nh.GetLeaderID(id); err != nil || !ok {
+				ready = false
+				break
+			}
+		}
+		if ready {
+			for _, sh := range s.router.Shards() {
+				select {
+				case <-sh.Ready():
+				default:
+					ready = false
+				}
+			}
+		}
+		if ready {
+			// Catch up with what is committed, so the first clients read recent state.
+			for _, id := range all {
+				cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+				err := s.Sync(cctx, id)
+				cancel()
+				if err != nil {
+					ready = false
+				}
+			}
+		}
+		if ready {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("cluster: waiting for shard leaders: %w", ctx.Err())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+func shardIDs(r *router.Router) []uint64 {
+	var out []uint64
+	for _, sh := range r.Shards() {
+		out = append(out, sh.ID)
+	}
+	return out
+}
+
+func (s *Server) startClientPort() error {
+	ln, err := net.Listen("tcp", s.cfg.ClientListenAddr())
+	if err != nil {
+		return fmt.Errorf("cluster: client port: %w", err)
+	}
+	s.ln = ln
+	s.client = server.New(server.Options{
+		ServerID: s.cfg.MyID, MaxBuffer: s.cfg.MaxBuffer, MinTimeout: s.cfg.MinSessionTimeout,
+		MaxTimeout: s.cfg.MaxSessionTimeout, MaxClientCnxns: s.cfg.MaxClientCnxns,
+		FourLetterWords: s.cfg.FourLetterWords, SuperDigest: superID(s.cfg.SuperDigest),
+		ExtendedTypes: s.cfg.ExtendedTypes, Router: s.router, Sessions: s.sessions, Hub: s.hub,
+		Sync: s.Sync, Info: s.info, Metrics: server.NewMetrics(s.reg), Log: s.log,
+	})
+	s.srvPtr.Store(s.client)
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		if err := s.client.Serve(ln); err != nil && !errors.Is(err, server.ErrClosed) {
+			s.log.Error("client port stopped", "err", err)
+		}
+	}()
+	return nil
+}
+
+// superID turns "super:<digest>" into the digest id clients authenticate as.
+func superID(v string) string { return strings.TrimSpace(v) }
+
+func (s *Server) info() server.Info {
+	mode := "follower"
+	if len(s.cfg.AllPeers()) == 1 {
+		mode = "standalone"
+	} else if (metaRaft{s}).IsLeader() {
+		mode = "leader"
+	}
+	var nodes int
+	var lines []string
+	for _, sh := range s.router.Shards() {
+		if v := sh.View(); v != nil {
+			n := v.CountDescendants("/")
+			if _, ok := v.Get("/"); ok {
+				n++
+			}
+			nodes += n
+		}
+		lid, term, ok, _ := s.nh.GetLeaderID(sh.ID)
+		lines = append(lines, fmt.Sprintf("corral_shard_leader{shard=\"%d\"}\t%d\ncorral_shard_term{shard=\"%d\"}\t%d\ncorral_shard_has_leader{shard=\"%d\"}\t%v",
+			sh.ID, lid, sh.ID, term, sh.ID, ok))
+	}
+	return server.Info{Mode: mode, Config: s.confText(), NodeCount: nodes, Ensemble: len(s.cfg.AllPeers()), ShardLines: lines}
+}
+
+func (s *Server) confText() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "clientPort=%d\n", s.cfg.ClientPort)
+	fmt.Fprintf(&b, "dataDir=%s\n", s.cfg.DataDir)
+	fmt.Fprintf(&b, "tickTime=%d\n", s.cfg.TickTime.Milliseconds())
+	fmt.Fprintf(&b, "maxClientCnxns=%d\n", s.cfg.MaxClientCnxns)
+	fmt.Fprintf(&b, "minSessionTimeout=%d\n", s.cfg.MinSessionTimeout.Milliseconds())
+	fmt.Fprintf(&b, "maxSessionTimeout=%d\n", s.cfg.MaxSessionTimeout.Milliseconds())
+	fmt.Fprintf(&b, "serverId=%d\n", s.cfg.MyID)
+	fmt.Fprintf(&b, "corral.shards=%d\n", s.cfg.Shards)
+	for _, p := range s.cfg.Peers {
+		fmt.Fprintf(&b, "server.%d=%s:%d:%d\n", p.ID, p.Host, p.PeerPort, p.ElectionPort)
+	}
+	return b.String()
+}
+
+func (s *Server) startAdmin() {
+	if s.cfg.AdminPort <= 0 {
+		return
+	}
+	mux := http.NewServeMux()
+	metrics := promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{})
+	mux.HandleFunc("/metrics", func(w http.ResponseWriter, r *http.Request) {
+		metrics.ServeHTTP(w, r)
+	})
+	mux.HandleFunc("/health", func(w http.ResponseWriter, r *http.Request) {
+		if !s.ready.Load() {
+			http.Error(w, "not ready", http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprintln(w, "ok")
+	})
+	mux.HandleFunc("/shards", func(w http.ResponseWriter, r *http.Request) {
+		ids := append([]uint64{MetaShardID}, shardIDs(s.router)...)
+		sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+		for _, id := range ids {
+			lid, term, ok, _ := s.nh.GetLeaderID(id)
+			fmt.Fprintf(w, "shard=%d leader=%d term=%d has_leader=%v\n", id, lid, term, ok)
+		}
+	})
+	addr := net.JoinHostPort(s.cfg.AdminAddress, fmt.Sprint(s.cfg.AdminPort))
+	s.admin = &http.Server{Addr: addr, Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		if err := s.admin.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			s.log.Warn("admin server stopped", "addr", addr, "err", err)
+		}
+	}()
+}
+
+// ClientAddr is the address clients connect to.
+func (s *Server) ClientAddr() string { return s.ln.Addr().String() }
+
+// NodeHost exposes the NodeHost (tests and admin tools).
+func (s *Server) NodeHost() *dragonboat.NodeHost { return s.nh }
+
+// Router exposes the router (tests and admin tools).
+func (s *Server) Router() *router.Router { return s.router }
+
+// Close shuts the server down and waits for everything it started.
+func (s *Server) Close() error {
+	s.ready.Store(false)
+	if s.client != nil {
+		s.client.Close()
+	}
+	if s.admin != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		s.admin.Shutdown(ctx)
+		cancel()
+	}
+	if s.sessions != nil {
+		s.sessions.Stop()
+	}
+	if s.router != nil {
+		for _, sh := range s.router.Shards() {
+			if sh.Proposer != nil {
+				sh.Proposer.Stop()
+			}
+		}
+	}
+	s.cancel()
+	if s.nh != nil {
+		s.nh.Close()
+	}
+	s.wg.Wait()
+	return nil
+}

@@ -1,0 +1,293 @@
+package router
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"errors"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/corral/corral/shard"
+)
+
+// ProposeFunc proposes one encoded batch to a shard's Raft group and waits until this server
+// has applied it, returning the entry's result bytes. It classifies failures:
+//   - ErrRetryable (wrapped): the entry was certainly not appended (no leader, busy, dropped);
+//   - ErrStopped (wrapped): the shard or server is closing;
+//   - any other error: the outcome is unknown (e.g. a timeout), re-proposing the same batch is
+//     safe because the shard deduplicates it.
+type ProposeFunc func(ctx context.Context, cmd []byte) ([]byte, error)
+
+// ErrRetryable marks a proposal failure after which the batch was certainly not applied.
+var ErrRetryable = errors.New("router: retryable proposal failure")
+
+// Request is one operation submitted to a Proposer. Done is called exactly once, from a
+// proposer goroutine; it must not block.
+type Request struct {
+	Op   shard.Op
+	Done func(res shard.OpResult, err error)
+}
+
+// ProposerOptions tune batching and pipelining.
+type ProposerOptions struct {
+	MaxBatchOps   int           // ops per Raft entry (default 512)
+	MaxBatchBytes int           // encoded bytes per Raft entry (default 1 MiB)
+	MaxInFlight   int           // batches proposed and not yet applied (default 32)
+	IdleReset     time.Duration // a proposer idle this long takes a new id (default 1h)
+	Log           *slog.Logger
+	Now           func() time.Time
+}
+
+func (o *ProposerOptions) fill() {
+	if o.MaxBatchOps <= 0 {
+		o.MaxBatchOps = 512
+	}
+	if o.MaxBatchBytes <= 0 {
+		o.MaxBatchBytes = 1 << 20
+	}
+	if o.MaxInFlight <= 0 {
+		o.MaxInFlight = 32
+	}
+	if o.IdleReset <= 0 {
+		o.IdleReset = time.Hour
+	}
+	if o.Log == nil {
+		o.Log = slog.Default()
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+}
+
+// Proposer batches requests for one shard into Raft entries and pipelines up to MaxInFlight of
+// them. Requests submitted earlier are applied no later than requests submitted after them.
+type Proposer struct {
+	shardID uint64
+	propose ProposeFunc
+	opts    ProposerOptions
+
+	mu struct {
+		sync.Mutex
+		queue    []*Request
+		bytes    int
+		inFlight int
+		stopped  bool
+		id       uint64
+		seq      uint64
+		lastDone chan struct{} // closed when the newest batch is settled
+		lastUsed time.Time
+	}
+	wake chan struct{}
+	ctx  context.Context
+	stop context.CancelFunc
+	wg   sync.WaitGroup
+}
+
+// NewProposer starts a proposer for shardID. Stop it with Stop.
+func NewProposer(shardID uint64, propose ProposeFunc, opts ProposerOptions) *Proposer {
+	opts.fill()
+	p := &Proposer{shardID: shardID, propose: propose, opts: opts, wake: make(chan struct{}, 1)}
+	p.ctx, p.stop = context.WithCancel(context.Background())
+	p.mu.id = newProposerID()
+	done := make(chan struct{})
+	close(done)
+	p.mu.lastDone = done
+	p.wg.Add(1)
+	go p.loop()
+	return p
+}
+
+func newProposerID() uint64 {
+	var b [8]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic(err) // crypto/rand never fails on Linux
+	}
+	return binary.LittleEndian.Uint64(b[:]) | 1
+}
+
+// Submit queues a request. It never blocks; after Stop, Done is called with ErrStopped.
+func (p *Proposer) Submit(r *Request) {
+	p.mu.Lock()
+	if p.mu.stopped {
+		p.mu.Unlock()
+		r.Done(shard.OpResult{}, ErrStopped)
+		return
+	}
+	p.mu.queue = append(p.mu.queue, r)
+	p.mu.bytes += len(r.Op.Body) + 64
+	p.mu.Unlock()
+	select {
+	case p.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Pending returns the number of queued, not yet proposed requests.
+func (p *Proposer) Pending() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.mu.queue)
+}
+
+// Stop fails queued requests with ErrStopped, cancels in-flight proposals and waits for every
+// goroutine the proposer started.
+func (p *Proposer) Stop() {
+	p.mu.Lock()
+	p.mu.stopped = true
+	q := p.mu.queue
+	p.mu.queue = nil
+	p.mu.Unlock()
+	p.stop()
+	for _, r := range q {
+		r.Done(shard.OpResult{}, ErrStopped)
+	}
+	p.wg.Wait()
+}
+
+type inflight struct {
+	seq  uint64
+	cmd  []byte
+	reqs []*Request
+	prev chan struct{} // closed when the previous batch settled
+	done chan struct{} // closed when this batch settled
+}
+
+func (p *Proposer) loop() {
+	defer p.wg.Done()
+	for {
+		select {
+		case <-p.ctx.Done():
+			return
+		case <-p.wake:
+		}
+		for {
+			b := p.next()
+			if b == nil {
+				break
+			}
+			p.wg.Add(1)
+			go p.run(b)
+		}
+	}
+}
+
+// next cuts the next batch from the queue, or returns nil when the queue is empty or the
+// pipeline is full (a settling batch wakes the loop again).
+func (p *Proposer) next() *inflight {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.mu.stopped || len(p.mu.queue) == 0 || p.mu.inFlight >= p.opts.MaxInFlight {
+		return nil
+	}
+	now := p.opts.Now()
+	if p.mu.inFlight == 0 && !p.mu.lastUsed.IsZero() && now.Sub(p.mu.lastUsed) > p.opts.IdleReset {
+		// The shard forgets idle proposers; start over under a new id before it does.
+		p.mu.id, p.mu.seq = newProposerID(), 0
+	}
+	p.mu.lastUsed = now
+	n, size := 0, 0
+	for n < len(p.mu.queue) && n < p.opts.MaxBatchOps {
+		sz := len(p.mu.queue[n].Op.Body) + 64
+		if n > 0 && size+sz > p.opts.MaxBatchBytes {
+			break
+		}
+		size += sz
+		n++
+	}
+	reqs := make([]*Request, n)
+	copy(reqs, p.mu.queue[:n])
+	rest := copy(p.mu.queue, p.mu.queue[n:])
+	for i := rest; i < len(p.mu.queue); i++ {
+		p.mu.queue[i] = nil
+	}
+	p.mu.queue = p.mu.queue[:rest]
+	p.mu.bytes -= size
+	p.mu.seq++
+	b := shard.Batch{Proposer: p.mu.id, Seq: p.mu.seq, Time: now.UnixMilli(), Ops: make([]shard.Op, n)}
+	for i, r := range reqs {
+		b.Ops[i] = r.Op
+	}
+	f := &inflight{seq: p.mu.seq, cmd: b.AppendTo(make([]byte, 0, size+64)), reqs: reqs,
+		prev: p.mu.lastDone, done: make(chan struct{})}
+	p.mu.lastDone = f.done
+	p.mu.inFlight++
+	return f
+}
+
+// run proposes one batch until it is applied (or known to be unknown), then completes its
+// requests. A batch the shard refused as out of order waits for its predecessor and retries.
+func (p *Proposer) run(b *inflight) {
+	defer p.wg.Done()
+	results, err := p.settle(b)
+	close(b.done)
+	p.mu.Lock()
+	p.mu.inFlight--
+	p.mu.Unlock()
+	select {
+	case p.wake <- struct{}{}:
+	default:
+	}
+	for i, r := range b.reqs {
+		if err != nil {
+			r.Done(shard.OpResult{}, err)
+			continue
+		}
+		r.Done(results[i], nil)
+	}
+}
+
+func (p *Proposer) settle(b *inflight) ([]shard.OpResult, error) {
+	backoff := 2 * time.Millisecond
+	waitPrev := false
+	for attempt := 0; ; attempt++ {
+		if waitPrev {
+			select {
+			case <-b.prev:
+			case <-p.ctx.Done():
+				return nil, ErrStopped
+			}
+		}
+		if attempt > 0 {
+			select {
+			case <-time.After(backoff):
+			case <-p.ctx.Done():
+				return nil, ErrStopped
+			}
+			if backoff < 200*time.Millisecond {
+				backoff *= 2
+			}
+		}
+		out, err := p.propose(p.ctx, b.cmd)
+		switch {
+		case err == nil:
+		case errors.Is(err, ErrStopped) || p.ctx.Err() != nil:
+			return nil, ErrStopped
+		case errors.Is(err, ErrRetryable):
+			waitPrev = true
+			continue
+		default:
+			// Unknown outcome: propose the same batch again; the shard deduplicates it.
+			p.opts.Log.Debug("proposal outcome unknown, re-proposing", "shard", p.shardID, "seq", b.seq, "err", err)
+			continue
+		}
+		res, derr := shard.DecodeBatchResult(out)
+		if derr != nil {
+			return nil, derr
+		}
+		switch res.Status {
+		case shard.BatchApplied, shard.BatchDuplicate:
+			if len(res.Results) != len(b.reqs) {
+				return nil, ErrOutcomeUnknown
+			}
+			return res.Results, nil
+		case shard.BatchDuplicateUnknown:
+			return nil, ErrOutcomeUnknown
+		case shard.BatchOutOfOrder:
+			waitPrev = true
+		default:
+			return nil, ErrOutcomeUnknown
+		}
+	}
+}

@@ -1,0 +1,135 @@
+package router
+
+import (
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/corral/corral/shard"
+)
+
+// Trigger hands a batch of applied changes to the watch hub. It must not block.
+type Trigger func(events []shard.Event)
+
+// Shard is this server's handle on one data shard: its latest published view, its proposer and
+// the registration lock that orders watch registration against watch triggering.
+type Shard struct {
+	ID       uint64
+	Tag      uint8
+	Proposer *Proposer
+
+	regMu   sync.RWMutex
+	view    atomic.Pointer[shard.View]
+	trigger Trigger
+	maxZxid *atomic.Int64
+	ready   chan struct{}
+	once    sync.Once
+}
+
+// View returns the latest published view (nil before the shard has opened).
+func (s *Shard) View() *shard.View { return s.view.Load() }
+
+// Ready is closed once the shard published its first view.
+func (s *Shard) Ready() <-chan struct{} { return s.ready }
+
+// RegisterLock takes the shard's registration lock in shared mode and returns its unlock.
+// Hold it while loading the view, reading, registering a watch and queueing the reply.
+func (s *Shard) RegisterLock() func() {
+	s.regMu.RLock()
+	return s.regMu.RUnlock
+}
+
+// publish triggers the events and publishes v, atomically with respect to RegisterLock holders.
+func (s *Shard) publish(v *shard.View, events []shard.Event) {
+	s.regMu.Lock()
+	if len(events) > 0 && s.trigger != nil {
+		s.trigger(events)
+	}
+	s.view.Store(v)
+	s.regMu.Unlock()
+	z := v.Zxid()
+	for {
+		cur := s.maxZxid.Load()
+		if z <= cur || s.maxZxid.CompareAndSwap(cur, z) {
+			break
+		}
+	}
+	s.once.Do(func() { close(s.ready) })
+}
+
+// Mount maps a subtree to the data shard that serves it.
+type Mount struct {
+	Path    string // "/" or a znode path
+	ShardID uint64
+}
+
+// Router resolves paths to shards and is the shard state machines' apply listener.
+type Router struct {
+	shards  map[uint64]*Shard
+	ordered []*Shard
+	mounts  atomic.Pointer[[]Mount] // sorted by descending path length
+	maxZxid atomic.Int64
+}
+
+// New returns a router over the given data shards; trigger receives every applied event.
+func New(shardIDs []uint64, tags []uint8, trigger Trigger) *Router {
+	r := &Router{shards: map[uint64]*Shard{}}
+	for i, id := range shardIDs {
+		s := &Shard{ID: id, Tag: tags[i], trigger: trigger, maxZxid: &r.maxZxid, ready: make(chan struct{})}
+		r.shards[id] = s
+		r.ordered = append(r.ordered, s)
+	}
+	r.SetMounts([]Mount{{Path: "/", ShardID: shardIDs[0]}})
+	return r
+}
+
+// SetMounts replaces the mount table.
+func (r *Router) SetMounts(m []Mount) {
+	cp := append([]Mount(nil), m...)
+	sort.Slice(cp, func(i, j int) bool { return len(cp[i].Path) > len(cp[j].Path) })
+	r.mounts.Store(&cp)
+}
+
+// Mounts returns the mount table.
+func (r *Router) Mounts() []Mount { return append([]Mount(nil), *r.mounts.Load()...) }
+
+// Lookup returns the shard serving path: the one mounted at its longest mounted prefix.
+func (r *Router) Lookup(path string) *Shard {
+	for _, m := range *r.mounts.Load() {
+		if m.Path == "/" || path == m.Path || strings.HasPrefix(path, m.Path) && len(path) > len(m.Path) && path[len(m.Path)] == '/' {
+			return r.shards[m.ShardID]
+		}
+	}
+	return nil
+}
+
+// Shard returns the handle of a data shard by id.
+func (r *Router) Shard(id uint64) *Shard { return r.shards[id] }
+
+// Shards returns every data shard handle in id order.
+func (r *Router) Shards() []*Shard { return r.ordered }
+
+// LastZxid is the largest zxid this server has applied on any shard: ZooKeeper's
+// "last processed zxid", carried in every reply header.
+func (r *Router) LastZxid() int64 { return r.maxZxid.Load() }
+
+// Applied implements shard.Listener.
+func (r *Router) Applied(shardID uint64, v *shard.View, events []shard.Event) {
+	if s := r.shards[shardID]; s != nil {
+		s.publish(v, events)
+	}
+}
+
+// LockAll takes every shard's registration lock in shared mode, in id order (for watches that
+// span shards, such as setWatches and recursive watches on "/").
+func (r *Router) LockAll() func() {
+	for _, s := range r.ordered {
+		s.regMu.RLock()
+	}
+	return func() {
+		for i := len(r.ordered) - 1; i >= 0; i-- {
+			r.ordered[i].regMu.RUnlock()
+		}
+	}
+}

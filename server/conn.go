@@ -1,0 +1,411 @@
+package server
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"io"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/corral/corral/wire"
+)
+
+// conn is one client connection. The reader goroutine (serve) reads and dispatches requests in
+// order; the writer goroutine (writeLoop) sends queued output.
+type conn struct {
+	s    *Server
+	nc   net.Conn
+	ip   string
+	id   uint64
+	log  func(msg string, args ...any)
+	auth atomic.Pointer[[]wire.ID] // immutable slices; replaced on addAuth
+
+	sessionID int64
+	timeout   time.Duration
+	lastZxid  atomic.Int64
+
+	out struct {
+		sync.Mutex
+		buf     []byte
+		spare   []byte
+		slots   []*slot // replies not yet flushed, in request order
+		closed  bool
+		reason  string
+		drained chan struct{} // closed when slots becomes empty; nil while empty
+	}
+	wake      chan struct{}
+	writerEnd chan struct{}
+	closeOnce sync.Once
+}
+
+// slot is the place of one reply in the connection's order.
+type slot struct {
+	frame []byte
+	done  bool
+	start time.Time
+	kind  string
+}
+
+func newConn(s *Server, nc net.Conn) *conn {
+	c := &conn{s: s, nc: nc, ip: remoteIP(nc), id: s.nextID.Add(1), wake: make(chan struct{}, 1),
+		writerEnd: make(chan struct{})}
+	ids := []wire.ID{{Scheme: "ip", ID: c.ip}}
+	c.auth.Store(&ids)
+	return c
+}
+
+// ID implements watchhub.Watcher.
+func (c *conn) ID() uint64 { return c.id }
+
+// AuthIDs implements watchhub.Watcher.
+func (c *conn) AuthIDs() []wire.ID { return *c.auth.Load() }
+
+// DeliverEvent implements watchhub.Watcher: it queues a notification immediately (events are
+// not ordered behind pending replies; see the package doc).
+func (c *conn) DeliverEvent(ev wire.WatcherEvent) {
+	c.out.Lock()
+	if c.out.closed {
+		c.out.Unlock()
+		return
+	}
+	c.out.buf = wire.AppendEvent(c.out.buf, ev)
+	over := len(c.out.buf) > c.s.o.MaxOutput
+	c.out.Unlock()
+	c.s.o.Metrics.watchEvents.Inc()
+	c.signal()
+	if over {
+		go c.close("slow reader: queued output exceeds the limit")
+	}
+}
+
+func (c *conn) signal() {
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+}
+
+// reserve appends an unfilled slot for a reply that will be completed later.
+func (c *conn) reserve(kind string) *slot {
+	sl := &slot{start: time.Now(), kind: kind}
+	c.out.Lock()
+	if len(c.out.slots) == 0 {
+		c.out.drained = make(chan struct{})
+	}
+	c.out.slots = append(c.out.slots, sl)
+	c.out.Unlock()
+	c.s.o.Metrics.outstanding.Inc()
+	return sl
+}
+
+// complete fills a slot and flushes every filled slot at the head of the queue.
+func (c *conn) complete(sl *slot, frame []byte) {
+	c.out.Lock()
+	sl.frame, sl.done = frame, true
+	n := 0
+	for n < len(c.out.slots) && c.out.slots[n].done {
+		h := c.out.slots[n]
+		if !c.out.closed {
+			c.out.buf = append(c.out.buf, h.frame...)
+		}
+		c.s.stats.observe(time.Since(h.start))
+		c.s.o.Metrics.latency.WithLabelValues(h.kind).Observe(time.Since(h.start).Seconds())
+		c.s.o.Metrics.outstanding.Dec()
+		c.out.slots[n] = nil
+		n++
+	}
+	if n > 0 {
+		rest := copy(c.out.slots, c.out.slots[n:])
+		c.out.slots = c.out.slots[:rest]
+		if rest == 0 && c.out.drained != nil {
+			close(c.out.drained)
+			c.out.drained = nil
+		}
+	}
+	c.out.Unlock()
+	if n > 0 {
+		c.signal()
+	}
+}
+
+// waitIdle blocks until every earlier request of the connection has its reply queued.
+func (c *conn) waitIdle() bool {
+	c.out.Lock()
+	ch := c.out.drained
+	closed := c.out.closed
+	c.out.Unlock()
+	if closed {
+		return false
+	}
+	if ch == nil {
+		return true
+	}
+	select {
+	case <-ch:
+		return true
+	case <-c.writerEnd:
+		return false
+	}
+}
+
+// send queues a frame directly; the caller guarantees no earlier reply is pending.
+func (c *conn) send(frame []byte) {
+	c.out.Lock()
+	if !c.out.closed {
+		c.out.buf = append(c.out.buf, frame...)
+	}
+	c.out.Unlock()
+	c.signal()
+}
+
+// reply queues a reply directly (no pending earlier replies).
+func (c *conn) reply(xid int32, err wire.Err, body wire.Record) {
+	c.out.Lock()
+	if !c.out.closed {
+		c.out.buf = wire.AppendReply(c.out.buf, wire.ReplyHeader{Xid: xid, Zxid: c.replyZxid(0), Err: err}, body)
+	}
+	c.out.Unlock()
+	c.signal()
+	c.countReply(err)
+}
+
+func (c *conn) countReply(err wire.Err) {
+	c.s.stats.sent.Add(1)
+	if err != wire.ErrOK {
+		c.s.o.Metrics.errors.WithLabelValues(err.String()).Inc()
+	}
+}
+
+// replyZxid is the zxid for a reply header: the server's last processed zxid, never below what
+// the connection has seen or the op's own zxid.
+func (c *conn) replyZxid(opZxid int64) int64 {
+	z := c.s.o.Router.LastZxid()
+	if opZxid > z {
+		z = opZxid
+	}
+	for {
+		cur := c.lastZxid.Load()
+		if z <= cur {
+			return cur
+		}
+		if c.lastZxid.CompareAndSwap(cur, z) {
+			return z
+		}
+	}
+}
+
+// writeLoop sends queued output, batching everything queued since the last write into one call.
+func (c *conn) writeLoop() {
+	defer close(c.writerEnd)
+	for range c.wake {
+		c.out.Lock()
+		buf := c.out.buf
+		c.out.buf = c.out.spare[:0]
+		closed := c.out.closed
+		c.out.Unlock()
+		if len(buf) > 0 {
+			c.nc.SetWriteDeadline(time.Now().Add(c.writeTimeout()))
+			if _, err := c.nc.Write(buf); err != nil {
+				c.closeWith("write failed: " + err.Error())
+				return
+			}
+		}
+		c.out.Lock()
+		if cap(buf) <= 1<<20 {
+			c.out.spare = buf[:0]
+		}
+		c.out.Unlock()
+		if closed {
+			return
+		}
+	}
+}
+
+func (c *conn) writeTimeout() time.Duration {
+	if c.timeout > 0 {
+		return c.timeout
+	}
+	return 30 * time.Second
+}
+
+// close flushes what is queued and closes the connection.
+func (c *conn) close(reason string) {
+	c.closeOnce.Do(func() {
+		c.out.Lock()
+		c.out.closed = true
+		c.out.reason = reason
+		c.out.Unlock()
+		c.signal()
+		// Give the writer a moment to flush the final replies (closeSession's reply).
+		select {
+		case <-c.writerEnd:
+		case <-time.After(time.Second):
+		}
+		c.nc.Close()
+		if reason != "" && reason != "client closed the connection" {
+			c.s.o.Log.Debug("connection closed", "remote", c.nc.RemoteAddr().String(),
+				"session", sessionHex(c.sessionID), "reason", reason)
+		}
+	})
+}
+
+// closeWith closes immediately without waiting for the writer (used by the writer itself).
+func (c *conn) closeWith(reason string) {
+	c.closeOnce.Do(func() {
+		c.out.Lock()
+		c.out.closed = true
+		c.out.reason = reason
+		c.out.Unlock()
+		c.nc.Close()
+	})
+}
+
+// serve runs the connection: handshake, then the request loop.
+func (c *conn) serve() {
+	c.s.track(c)
+	go c.writeLoop()
+	defer func() {
+		c.close("client closed the connection")
+		<-c.writerEnd
+		if c.sessionID != 0 {
+			c.s.o.Hub.RemoveWatcher(c)
+		}
+		c.s.untrack(c)
+	}()
+	r := bufio.NewReaderSize(c.nc, 64<<10)
+	first, err := r.Peek(4)
+	if err != nil {
+		return
+	}
+	if w, ok := wire.FourLetterWord(first); ok {
+		c.fourLetterWord(w)
+		return
+	}
+	if !c.handshake(r) {
+		return
+	}
+	c.requestLoop(r)
+}
+
+func (c *conn) readDeadline() time.Time {
+	if c.timeout > 0 {
+		return time.Now().Add(c.timeout)
+	}
+	return time.Now().Add(c.s.o.MaxTimeout + 10*time.Second)
+}
+
+func (c *conn) handshake(r *bufio.Reader) bool {
+	c.nc.SetReadDeadline(time.Now().Add(c.s.o.MaxTimeout))
+	frame, err := wire.ReadFrame(r, nil, c.s.o.MaxBuffer)
+	if err != nil {
+		c.logBad("reading connect request", err)
+		return false
+	}
+	var req wire.ConnectRequest
+	if err := req.Decode(wire.NewDecoder(frame)); err != nil {
+		c.logBad("decoding connect request", err)
+		return false
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), c.s.o.MaxTimeout)
+	defer cancel()
+	if req.LastZxidSeen > c.s.o.Router.LastZxid() {
+		// The client has seen more than this server applied: catch up instead of refusing.
+		for _, sh := range c.s.o.Router.Shards() {
+			if err := c.s.o.Sync(ctx, sh.ID); err != nil {
+				break
+			}
+		}
+		if req.LastZxidSeen > c.s.o.Router.LastZxid() {
+			c.s.o.Log.Warn("refusing session: client has seen a newer zxid than this server",
+				"remote", c.nc.RemoteAddr().String(), "client_zxid", req.LastZxidSeen, "server_zxid", c.s.o.Router.LastZxid())
+			return false
+		}
+	}
+	c.lastZxid.Store(req.LastZxidSeen)
+	timeout := time.Duration(req.TimeOut) * time.Millisecond
+	if timeout < c.s.o.MinTimeout {
+		timeout = c.s.o.MinTimeout
+	}
+	if timeout > c.s.o.MaxTimeout {
+		timeout = c.s.o.MaxTimeout
+	}
+	resp := wire.ConnectResponse{TimeOut: int32(timeout / time.Millisecond), HasReadOnly: req.HasReadOnly}
+	if req.SessionID == 0 {
+		id, pw, err := c.s.o.Sessions.Create(ctx, resp.TimeOut)
+		if err != nil {
+			c.s.o.Log.Warn("cannot create session", "remote", c.nc.RemoteAddr().String(), "err", err)
+			return false
+		}
+		resp.SessionID, resp.Passwd = id, pw
+	} else {
+		e, err := c.s.o.Sessions.Validate(ctx, req.SessionID, req.Passwd)
+		if err != nil {
+			if !errors.Is(err, context.DeadlineExceeded) {
+				// Expired, unknown or wrong password: ZooKeeper's "expired" answer, then close.
+				c.send(wire.AppendFrame(nil, encodeRecord(&wire.ConnectResponse{Passwd: make([]byte, 16), HasReadOnly: req.HasReadOnly})))
+				c.s.o.Log.Info("session expired or invalid at reconnect", "session", sessionHex(req.SessionID),
+					"remote", c.nc.RemoteAddr().String())
+			}
+			return false
+		}
+		if err := c.s.o.Sessions.TakeOver(ctx, req.SessionID); err != nil {
+			c.s.o.Log.Warn("cannot take over session", "session", sessionHex(req.SessionID), "err", err)
+			return false
+		}
+		resp.SessionID, resp.Passwd = e.ID, e.Passwd
+		resp.TimeOut = int32(timeout / time.Millisecond)
+	}
+	c.sessionID = resp.SessionID
+	c.timeout = timeout
+	c.s.bindSession(c)
+	c.send(wire.AppendFrame(nil, encodeRecord(&resp)))
+	return true
+}
+
+func encodeRecord(r wire.Record) []byte {
+	e := wire.NewEncoder(nil)
+	r.Encode(e)
+	return e.Bytes()
+}
+
+func (c *conn) logBad(what string, err error) {
+	if errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) {
+		return
+	}
+	c.s.o.Log.Warn("bad client input, closing connection", "remote", c.nc.RemoteAddr().String(),
+		"session", sessionHex(c.sessionID), "while", what, "err", err)
+}
+
+func (c *conn) requestLoop(r *bufio.Reader) {
+	var buf []byte
+	for {
+		c.nc.SetReadDeadline(c.readDeadline())
+		frame, err := wire.ReadFrame(r, buf, c.s.o.MaxBuffer)
+		if err != nil {
+			if errors.Is(err, wire.ErrFrameTooLarge) {
+				c.logBad("reading request", err)
+			} else if ne, ok := err.(net.Error); ok && ne.Timeout() {
+				c.s.o.Log.Info("client silent for the session timeout, closing", "session", sessionHex(c.sessionID))
+			}
+			return
+		}
+		buf = frame[:0]
+		c.s.stats.received.Add(1)
+		if !c.handle(frame) {
+			return
+		}
+	}
+}
+
+func sessionHex(id int64) string {
+	const digits = "0123456789abcdef"
+	b := make([]byte, 18)
+	b[0], b[1] = '0', 'x'
+	for i := 0; i < 16; i++ {
+		b[17-i] = digits[(uint64(id)>>(4*i))&15]
+	}
+	return string(b)
+}

@@ -1,0 +1,29 @@
+// Package server owns the client port: ZooKeeper connections from the accepted socket to the
+// last reply. It performs the handshake (creating, validating or refusing sessions), reads
+// requests, answers four-letter words, routes writes to the shard proposers and reads to the
+// shards' published views, and writes replies and watch events on each connection in the order
+// ZooKeeper clients require.
+//
+// Ordering on one connection (the guarantees clients depend on):
+//   - Replies leave in request order. Writes are pipelined: each takes a slot in the
+//     connection's reply queue when it is read and fills it when its shard applied it; filled
+//     slots are flushed strictly in order. A read (or any request that looks at state) waits until
+//     every earlier request of the connection has its reply, then runs against the current view,
+//     so a session always reads its own writes.
+//   - A watch event is queued before any reply that reflects the change: the shard's apply
+//     listener hands events to the watch hub (which queues them on connections) before it
+//     publishes the view that reads and write completions come from.
+//   - An event never precedes the reply that registered its watch: registration, the read and
+//     queueing of the reply happen under the shard's registration lock, which the apply listener
+//     holds exclusively while it triggers watches.
+//   - Every reply header carries a zxid no smaller than any the connection has seen.
+//
+// Bad input: a frame larger than jute.maxbuffer or with a negative length closes the connection;
+// an undecodable record gets MARSHALLINGERROR; an unknown opcode gets UNIMPLEMENTED and the
+// connection is closed, as ZooKeeper does. Each case is logged with the remote address. A slow
+// reader whose queued output exceeds a bound is disconnected; no other connection is affected.
+//
+// Goroutines: Server.Serve runs the accept loop; each connection has a reader (which also
+// executes reads) and a writer goroutine. Server.Close closes the listener and every connection
+// and waits for all of them.
+package server

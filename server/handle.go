@@ -1,0 +1,473 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/corral/corral/acl"
+	"github.com/corral/corral/router"
+	"github.com/corral/corral/shard"
+	"github.com/corral/corral/wire"
+)
+
+// handle dispatches one request frame. It returns false when the connection must close.
+func (c *conn) handle(frame []byte) bool {
+	d := wire.NewDecoder(frame)
+	var h wire.RequestHeader
+	if err := h.Decode(d); err != nil {
+		c.logBad("decoding request header", err)
+		return false
+	}
+	body := d.Rest()
+	c.s.o.Sessions.Touch(c.sessionID)
+	c.s.o.Metrics.requests.WithLabelValues(opName(h.Op)).Inc()
+	switch h.Op {
+	case wire.OpPing:
+		if !c.waitIdle() {
+			return false
+		}
+		c.reply(h.Xid, wire.ErrOK, nil)
+		return true
+	case wire.OpAuth:
+		return c.handleAuth(h, body)
+	case wire.OpCloseSession:
+		return c.handleClose(h)
+	case wire.OpCreate, wire.OpCreate2, wire.OpCreateContainer, wire.OpCreateTTL, wire.OpDelete,
+		wire.OpSetData, wire.OpSetACL, wire.OpMulti, wire.OpCheck:
+		return c.handleWrite(h, body)
+	case wire.OpSync:
+		return c.handleSync(h, body)
+	}
+	rec, err := wire.DecodeRequest(h.Op, body)
+	if errors.Is(err, wire.ErrUnknownOp) || h.Op == wire.OpSASL {
+		c.s.o.Log.Warn("unknown opcode, closing connection", "op", int32(h.Op), "remote", c.nc.RemoteAddr().String())
+		if c.waitIdle() {
+			c.reply(h.Xid, wire.ErrUnimplemented, nil)
+		}
+		return false
+	}
+	if !c.waitIdle() {
+		return false
+	}
+	if err != nil {
+		c.s.o.Log.Warn("undecodable request", "op", opName(h.Op), "remote", c.nc.RemoteAddr().String(), "err", err)
+		c.reply(h.Xid, wire.ErrMarshallingError, nil)
+		return true
+	}
+	start := time.Now()
+	defer func() { c.s.stats.observe(time.Since(start)) }()
+	switch h.Op {
+	case wire.OpExists, wire.OpGetData, wire.OpGetChildren, wire.OpGetChildren2:
+		c.handleWatchableRead(h, rec)
+	case wire.OpGetACL, wire.OpGetAllChildrenNumber:
+		path := readPath(rec)
+		sh := c.s.o.Router.Lookup(path)
+		errc, resp := sh.View().Read(h.Op, rec, c.AuthIDs())
+		c.reply(h.Xid, errc, resp)
+	case wire.OpGetEphemerals:
+		c.handleGetEphemerals(h, rec.(*wire.GetEphemeralsRequest))
+	case wire.OpMultiRead:
+		c.handleMultiRead(h, rec.(*wire.MultiRequest))
+	case wire.OpSetWatches, wire.OpSetWatches2:
+		c.handleSetWatches(h, rec)
+	case wire.OpAddWatch:
+		c.handleAddWatch(h, rec.(*wire.AddWatchRequest))
+	case wire.OpCheckWatches, wire.OpRemoveWatches:
+		c.handleRemoveWatches(h, rec)
+	case wire.OpWhoAmI:
+		c.handleWhoAmI(h)
+	case wire.OpReconfig:
+		c.reply(h.Xid, wire.ErrReconfigDisabled, nil)
+	default:
+		c.s.o.Log.Warn("unsupported opcode, closing connection", "op", int32(h.Op))
+		c.reply(h.Xid, wire.ErrUnimplemented, nil)
+		return false
+	}
+	return true
+}
+
+func readPath(rec wire.Record) string {
+	switch r := rec.(type) {
+	case *wire.ExistsRequest:
+		return r.Path
+	case *wire.GetDataRequest:
+		return r.Path
+	case *wire.GetChildrenRequest:
+		return r.Path
+	case *wire.GetACLRequest:
+		return r.Path
+	case *wire.GetAllChildrenNumberRequest:
+		return r.Path
+	}
+	return "/"
+}
+
+// handleWatchableRead serves exists, getData, getChildren and getChildren2, registering the
+// watch under the shard's registration lock (see the package doc).
+func (c *conn) handleWatchableRead(h wire.RequestHeader, rec wire.Record) {
+	var path string
+	var watch bool
+	switch r := rec.(type) {
+	case *wire.ExistsRequest:
+		path, watch = r.Path, r.Watch
+	case *wire.GetDataRequest:
+		path, watch = r.Path, r.Watch
+	case *wire.GetChildrenRequest:
+		path, watch = r.Path, r.Watch
+	}
+	sh := c.s.o.Router.Lookup(path)
+	if !watch {
+		errc, resp := sh.View().Read(h.Op, rec, c.AuthIDs())
+		c.reply(h.Xid, errc, resp)
+		return
+	}
+	unlock := sh.RegisterLock()
+	errc, resp := sh.View().Read(h.Op, rec, c.AuthIDs())
+	switch {
+	case h.Op == wire.OpExists && (errc == wire.ErrOK || errc == wire.ErrNoNode):
+		// exists registers a data watch whether or not the node exists.
+		c.s.o.Hub.AddData(c, path)
+	case h.Op == wire.OpGetData && errc == wire.ErrOK:
+		c.s.o.Hub.AddData(c, path)
+	case (h.Op == wire.OpGetChildren || h.Op == wire.OpGetChildren2) && errc == wire.ErrOK:
+		c.s.o.Hub.AddChild(c, path)
+	}
+	c.reply(h.Xid, errc, resp)
+	unlock()
+}
+
+func (c *conn) handleGetEphemerals(h wire.RequestHeader, r *wire.GetEphemeralsRequest) {
+	var all []string
+	for _, sh := range c.s.o.Router.Shards() {
+		if v := sh.View(); v != nil {
+			all = append(all, v.Ephemerals(c.sessionID, r.PrefixPath)...)
+		}
+	}
+	if all == nil {
+		all = []string{}
+	}
+	sort.Strings(all)
+	c.reply(h.Xid, wire.ErrOK, &wire.GetEphemeralsResponse{Ephemerals: all})
+}
+
+func (c *conn) handleMultiRead(h wire.RequestHeader, m *wire.MultiRequest) {
+	resp := &wire.MultiResponse{Results: make([]wire.MultiResult, 0, len(m.Ops))}
+	ids := c.AuthIDs()
+	for _, op := range m.Ops {
+		var res wire.MultiResult
+		switch {
+		case op.GetData != nil:
+			errc, rr := c.s.o.Router.Lookup(op.GetData.Path).View().Read(wire.OpGetData, op.GetData, ids)
+			if errc == wire.ErrOK {
+				g := rr.(*wire.GetDataResponse)
+				res = wire.MultiResult{Op: wire.OpGetData, Data: g.Data, Stat: g.Stat}
+			} else {
+				res = wire.MultiResult{Op: wire.OpError, Err: errc}
+			}
+		case op.GetChildren != nil:
+			errc, rr := c.s.o.Router.Lookup(op.GetChildren.Path).View().Read(wire.OpGetChildren, op.GetChildren, ids)
+			if errc == wire.ErrOK {
+				res = wire.MultiResult{Op: wire.OpGetChildren, Children: rr.(*wire.GetChildrenResponse).Children}
+			} else {
+				res = wire.MultiResult{Op: wire.OpError, Err: errc}
+			}
+		}
+		resp.Results = append(resp.Results, res)
+	}
+	c.reply(h.Xid, wire.ErrOK, resp)
+}
+
+func (c *conn) handleSetWatches(h wire.RequestHeader, rec wire.Record) {
+	var rel int64
+	var data, exist, child, pers, rec2 []string
+	switch r := rec.(type) {
+	case *wire.SetWatches:
+		rel, data, exist, child = r.RelativeZxid, r.DataWatches, r.ExistWatches, r.ChildWatches
+	case *wire.SetWatches2:
+		rel, data, exist, child, pers, rec2 = r.RelativeZxid, r.DataWatches, r.ExistWatches, r.ChildWatches,
+			r.PersistentWatches, r.PersistentRecursiveWatches
+	}
+	unlock := c.s.o.Router.LockAll()
+	lookup := func(path string) (int64, int64, bool) {
+		sh := c.s.o.Router.Lookup(path)
+		if sh == nil || sh.View() == nil {
+			return 0, 0, false
+		}
+		n, ok := sh.View().Get(path)
+		if !ok {
+			return 0, 0, false
+		}
+		st := n.Stat()
+		return st.Mzxid, st.Pzxid, true
+	}
+	c.s.o.Hub.SetWatches(c, rel, data, exist, child, pers, rec2, lookup)
+	c.reply(h.Xid, wire.ErrOK, nil)
+	unlock()
+}
+
+func (c *conn) handleAddWatch(h wire.RequestHeader, r *wire.AddWatchRequest) {
+	if err := validateReadPath(r.Path); err != nil {
+		c.reply(h.Xid, wire.ErrBadArguments, nil)
+		return
+	}
+	unlock := c.s.o.Router.LockAll()
+	switch r.Mode {
+	case wire.AddWatchPersistent:
+		c.s.o.Hub.AddPersistent(c, r.Path)
+	case wire.AddWatchPersistentRecursive:
+		c.s.o.Hub.AddPersistentRecursive(c, r.Path)
+	default:
+		unlock()
+		c.reply(h.Xid, wire.ErrBadArguments, nil)
+		return
+	}
+	c.reply(h.Xid, wire.ErrOK, &wire.ErrorResponse{Err: wire.ErrOK})
+	unlock()
+}
+
+func (c *conn) handleRemoveWatches(h wire.RequestHeader, rec wire.Record) {
+	var path string
+	var typ int32
+	var remove bool
+	switch r := rec.(type) {
+	case *wire.CheckWatchesRequest:
+		path, typ = r.Path, r.Type
+	case *wire.RemoveWatchesRequest:
+		path, typ, remove = r.Path, r.Type, true
+	}
+	var ok bool
+	if remove {
+		ok = c.s.o.Hub.Remove(c, path, typ)
+	} else {
+		ok = c.s.o.Hub.Has(c, path, typ)
+	}
+	if !ok {
+		c.reply(h.Xid, wire.ErrNoWatcher, nil)
+		return
+	}
+	c.reply(h.Xid, wire.ErrOK, nil)
+}
+
+func (c *conn) handleWhoAmI(h wire.RequestHeader) {
+	ids := c.AuthIDs()
+	resp := &wire.WhoAmIResponse{ClientInfo: make([]wire.ClientInfo, 0, len(ids))}
+	for _, id := range ids {
+		resp.ClientInfo = append(resp.ClientInfo, wire.ClientInfo{AuthScheme: id.Scheme, User: id.ID})
+	}
+	c.reply(h.Xid, wire.ErrOK, resp)
+}
+
+// handleAuth processes addAuth. ZooKeeper answers it out of band with xid -4.
+func (c *conn) handleAuth(h wire.RequestHeader, body []byte) bool {
+	var p wire.AuthPacket
+	if err := p.Decode(wire.NewDecoder(body)); err != nil {
+		c.logBad("decoding auth packet", err)
+		return false
+	}
+	if !c.waitIdle() {
+		return false
+	}
+	var add []wire.ID
+	switch p.Scheme {
+	case "digest":
+		user := string(p.Auth)
+		if !strings.Contains(user, ":") {
+			break
+		}
+		id := acl.Digest(user)
+		add = append(add, wire.ID{Scheme: "digest", ID: id})
+		if c.s.o.SuperDigest != "" && id == c.s.o.SuperDigest {
+			add = append(add, wire.ID{Scheme: "super", ID: ""})
+		}
+	}
+	if len(add) == 0 {
+		c.s.o.Log.Warn("authentication failed", "scheme", p.Scheme, "remote", c.nc.RemoteAddr().String())
+		c.send(wire.AppendReply(nil, wire.ReplyHeader{Xid: wire.XidAuth, Zxid: 0, Err: wire.ErrAuthFailed}, nil))
+		return false
+	}
+	cur := c.AuthIDs()
+	next := append(append(make([]wire.ID, 0, len(cur)+len(add)), cur...), add...)
+	next = dedupIDs(next)
+	c.auth.Store(&next)
+	c.send(wire.AppendReply(nil, wire.ReplyHeader{Xid: wire.XidAuth, Zxid: 0, Err: wire.ErrOK}, nil))
+	return true
+}
+
+func dedupIDs(ids []wire.ID) []wire.ID {
+	out := ids[:0]
+	seen := map[wire.ID]bool{}
+	for _, id := range ids {
+		if !seen[id] {
+			seen[id] = true
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// handleWrite proposes a write to its shard; the reply is queued in order when it is applied.
+func (c *conn) handleWrite(h wire.RequestHeader, body []byte) bool {
+	path, err := writePath(h.Op, body)
+	if err != nil {
+		sl := c.reserve("write")
+		c.s.o.Log.Warn("undecodable write request", "op", opName(h.Op), "remote", c.nc.RemoteAddr().String(), "err", err)
+		c.complete(sl, c.frame(h.Xid, wire.ErrMarshallingError, 0, nil))
+		return true
+	}
+	sh := c.s.o.Router.Lookup(path)
+	if sh == nil {
+		sl := c.reserve("write")
+		c.complete(sl, c.frame(h.Xid, wire.ErrSystemError, 0, nil))
+		return true
+	}
+	sl := c.reserve("write")
+	op := shard.Op{Session: c.sessionID, Auth: c.AuthIDs(), Code: h.Op, Body: append([]byte(nil), body...),
+		MinZxid: c.lastZxid.Load()}
+	xid := h.Xid
+	sh.Proposer.Submit(&router.Request{Op: op, Done: func(res shard.OpResult, err error) {
+		if err != nil {
+			if errors.Is(err, router.ErrStopped) {
+				c.complete(sl, nil)
+				go c.close("server shutting down")
+				return
+			}
+			// The outcome is unknown: like ZooKeeper losing its leader with requests in flight,
+			// drop the connection; the client sees CONNECTIONLOSS and re-checks.
+			c.s.o.Log.Warn("write outcome unknown, closing connection", "session", sessionHex(c.sessionID), "err", err)
+			c.complete(sl, nil)
+			go c.close("write outcome unknown")
+			return
+		}
+		var b []byte
+		if res.Err == wire.ErrOK || h.Op == wire.OpMulti {
+			b = res.Body
+		}
+		c.complete(sl, c.frame(xid, res.Err, res.Zxid, b))
+		c.countReply(res.Err)
+	}})
+	return true
+}
+
+// frame builds a reply frame with a pre-encoded body.
+func (c *conn) frame(xid int32, errc wire.Err, opZxid int64, body []byte) []byte {
+	e := wire.NewEncoder(make([]byte, 0, 20+len(body)))
+	mark := wire.BeginFrame(e)
+	(&wire.ReplyHeader{Xid: xid, Zxid: c.replyZxid(opZxid), Err: errc}).Encode(e)
+	e.Raw(body)
+	wire.EndFrame(e, mark)
+	return e.Bytes()
+}
+
+// writePath decodes just enough of a write to route it: the path of its (first) target.
+func writePath(op wire.OpCode, body []byte) (string, error) {
+	rec, err := wire.DecodeRequest(op, body)
+	if err != nil {
+		return "", err
+	}
+	switch r := rec.(type) {
+	case *wire.CreateRequest:
+		return r.Path, nil
+	case *wire.CreateTTLRequest:
+		return r.Path, nil
+	case *wire.DeleteRequest:
+		return r.Path, nil
+	case *wire.SetDataRequest:
+		return r.Path, nil
+	case *wire.SetACLRequest:
+		return r.Path, nil
+	case *wire.CheckVersionRequest:
+		return r.Path, nil
+	case *wire.MultiRequest:
+		if len(r.Ops) == 0 {
+			return "/", nil
+		}
+		return multiOpPath(r.Ops[0]), nil
+	}
+	return "/", nil
+}
+
+func multiOpPath(op wire.MultiOp) string {
+	switch {
+	case op.Create != nil:
+		return op.Create.Path
+	case op.CreateTTL != nil:
+		return op.CreateTTL.Path
+	case op.Delete != nil:
+		return op.Delete.Path
+	case op.SetData != nil:
+		return op.SetData.Path
+	case op.Check != nil:
+		return op.Check.Path
+	}
+	return "/"
+}
+
+// handleSync makes this server's replica of the path's shard catch up with the leader, then
+// echoes the path. It does not check that the path exists (ZooKeeper doesn't).
+func (c *conn) handleSync(h wire.RequestHeader, body []byte) bool {
+	var r wire.SyncRequest
+	if err := r.Decode(wire.NewDecoder(body)); err != nil {
+		sl := c.reserve("read")
+		c.complete(sl, c.frame(h.Xid, wire.ErrMarshallingError, 0, nil))
+		return true
+	}
+	sl := c.reserve("read")
+	sh := c.s.o.Router.Lookup(r.Path)
+	if sh == nil {
+		sh = c.s.o.Router.Shards()[0]
+	}
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), c.writeTimeout())
+		defer cancel()
+		if err := c.s.o.Sync(ctx, sh.ID); err != nil {
+			c.s.o.Log.Warn("sync failed", "path", r.Path, "err", err)
+			c.complete(sl, c.frame(h.Xid, wire.ErrOperationTimeout, 0, nil))
+			return
+		}
+		c.complete(sl, c.frame(h.Xid, wire.ErrOK, 0, encodeRecord(&wire.SyncResponse{Path: r.Path})))
+	}()
+	return true
+}
+
+// handleClose ends the session: ephemerals are removed on every shard before the reply.
+func (c *conn) handleClose(h wire.RequestHeader) bool {
+	if !c.waitIdle() {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), c.writeTimeout())
+	defer cancel()
+	if err := c.s.o.Sessions.Close(ctx, c.sessionID); err != nil {
+		c.s.o.Log.Warn("closeSession did not complete; the session will expire instead", "session", sessionHex(c.sessionID), "err", err)
+	}
+	c.reply(h.Xid, wire.ErrOK, nil)
+	return false
+}
+
+func validateReadPath(p string) error {
+	if p == "" || p[0] != '/' || strings.ContainsRune(p, 0) {
+		return errors.New("invalid path")
+	}
+	return nil
+}
+
+var opNames = map[wire.OpCode]string{
+	wire.OpCreate: "create", wire.OpDelete: "delete", wire.OpExists: "exists", wire.OpGetData: "getData",
+	wire.OpSetData: "setData", wire.OpGetACL: "getACL", wire.OpSetACL: "setACL", wire.OpGetChildren: "getChildren",
+	wire.OpSync: "sync", wire.OpPing: "ping", wire.OpGetChildren2: "getChildren2", wire.OpCheck: "check",
+	wire.OpMulti: "multi", wire.OpCreate2: "create2", wire.OpReconfig: "reconfig", wire.OpCheckWatches: "checkWatches",
+	wire.OpRemoveWatches: "removeWatches", wire.OpCreateContainer: "createContainer", wire.OpCreateTTL: "createTTL",
+	wire.OpMultiRead: "multiRead", wire.OpAuth: "auth", wire.OpSetWatches: "setWatches", wire.OpSASL: "sasl",
+	wire.OpGetEphemerals: "getEphemerals", wire.OpGetAllChildrenNumber: "getAllChildrenNumber",
+	wire.OpSetWatches2: "setWatches2", wire.OpAddWatch: "addWatch", wire.OpWhoAmI: "whoAmI",
+	wire.OpCloseSession: "closeSession",
+}
+
+func opName(op wire.OpCode) string {
+	if n, ok := opNames[op]; ok {
+		return n
+	}
+	return "unknown"
+}

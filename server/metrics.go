@@ -1,0 +1,37 @@
+package server
+
+import "github.com/prometheus/client_golang/prometheus"
+
+// Metrics are the client port's Prometheus metrics, named as ZooKeeper's Prometheus provider
+// names them where a ZooKeeper name exists.
+type Metrics struct {
+	connections prometheus.Gauge
+	outstanding prometheus.Gauge
+	requests    *prometheus.CounterVec
+	latency     *prometheus.HistogramVec
+	errors      *prometheus.CounterVec
+	watchEvents prometheus.Counter
+}
+
+// NewMetrics creates the metrics and registers them with reg (nil: not registered).
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	m := &Metrics{
+		connections: prometheus.NewGauge(prometheus.GaugeOpts{Name: "num_alive_connections",
+			Help: "Number of open client connections."}),
+		outstanding: prometheus.NewGauge(prometheus.GaugeOpts{Name: "outstanding_requests",
+			Help: "Requests read from clients and not yet answered."}),
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "corral_requests_total",
+			Help: "Client requests by opcode name."}, []string{"op"}),
+		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "corral_request_latency_seconds",
+			Help:    "Time from reading a request to queueing its reply, by kind (read, write).",
+			Buckets: prometheus.ExponentialBuckets(0.00005, 2, 18)}, []string{"kind"}),
+		errors: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "corral_request_errors_total",
+			Help: "Replies with a non-zero error code, by ZooKeeper error name."}, []string{"err"}),
+		watchEvents: prometheus.NewCounter(prometheus.CounterOpts{Name: "corral_watch_events_total",
+			Help: "Watch notifications queued to connections."}),
+	}
+	if reg != nil {
+		reg.MustRegister(m.connections, m.outstanding, m.requests, m.latency, m.errors, m.watchEvents)
+	}
+	return m
+}

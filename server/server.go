@@ -1,0 +1,273 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/corral/corral/router"
+	"github.com/corral/corral/session"
+	"github.com/corral/corral/watchhub"
+)
+
+// Options configure the client port.
+type Options struct {
+	ServerID        uint64
+	MaxBuffer       int // jute.maxbuffer
+	MinTimeout      time.Duration
+	MaxTimeout      time.Duration
+	MaxClientCnxns  int // per client IP; 0 = unlimited
+	FourLetterWords map[string]bool
+	SuperDigest     string // "super:<base64 sha1>"
+	ExtendedTypes   bool
+
+	Router   *router.Router
+	Sessions *session.Manager
+	Hub      *watchhub.Hub
+	// Sync makes this server's replica of a shard catch up with everything committed before the
+	// call (ReadIndex). The sync opcode and reconnects with a newer lastZxidSeen use it.
+	Sync func(ctx context.Context, shardID uint64) error
+	// Info returns facts for four-letter words (mode, per-shard leaders, ...).
+	Info    func() Info
+	Metrics *Metrics
+	Log     *slog.Logger
+	// MaxOutput is the largest number of queued, unsent bytes a connection may have before it
+	// is closed as a slow reader (default 64 MiB).
+	MaxOutput int
+}
+
+// Info is what four-letter words report about the server.
+type Info struct {
+	Mode       string // "leader", "follower" or "standalone" (leader of the meta shard = leader)
+	Config     string // conf output
+	NodeCount  int
+	DataSize   int64
+	Ensemble   int
+	ShardLines []string
+}
+
+// Server serves ZooKeeper clients on one listener.
+type Server struct {
+	o       Options
+	started time.Time
+	nextID  atomic.Uint64
+	stats   stats
+
+	mu struct {
+		sync.Mutex
+		ln       net.Listener
+		conns    map[*conn]struct{}
+		bySess   map[int64]*conn
+		perIP    map[string]int
+		closed   bool
+	}
+	wg sync.WaitGroup
+}
+
+// New returns a server; call Serve.
+func New(o Options) *Server {
+	if o.MaxBuffer <= 0 {
+		o.MaxBuffer = 0xfffff
+	}
+	if o.MaxOutput <= 0 {
+		o.MaxOutput = 64 << 20
+	}
+	if o.Log == nil {
+		o.Log = slog.Default()
+	}
+	if o.Metrics == nil {
+		o.Metrics = NewMetrics(nil)
+	}
+	s := &Server{o: o, started: time.Now()}
+	s.mu.conns = map[*conn]struct{}{}
+	s.mu.bySess = map[int64]*conn{}
+	s.mu.perIP = map[string]int{}
+	s.stats.minLatency.Store(-1)
+	return s
+}
+
+// ErrClosed is returned by Serve after Close.
+var ErrClosed = errors.New("server: closed")
+
+// Serve accepts connections on ln until Close. It returns ErrClosed after Close.
+func (s *Server) Serve(ln net.Listener) error {
+	s.mu.Lock()
+	if s.mu.closed {
+		s.mu.Unlock()
+		ln.Close()
+		return ErrClosed
+	}
+	s.mu.ln = ln
+	s.mu.Unlock()
+	for {
+		nc, err := ln.Accept()
+		if err != nil {
+			s.mu.Lock()
+			closed := s.mu.closed
+			s.mu.Unlock()
+			if closed {
+				return ErrClosed
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				time.Sleep(5 * time.Millisecond)
+				continue
+			}
+			return err
+		}
+		if !s.admit(nc) {
+			continue
+		}
+		c := newConn(s, nc)
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			c.serve()
+		}()
+	}
+}
+
+// admit enforces maxClientCnxns per client address.
+func (s *Server) admit(nc net.Conn) bool {
+	ip := remoteIP(nc)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.mu.closed {
+		nc.Close()
+		return false
+	}
+	if s.o.MaxClientCnxns > 0 && s.mu.perIP[ip] >= s.o.MaxClientCnxns {
+		s.o.Log.Warn("too many connections from client, closing", "ip", ip, "max", s.o.MaxClientCnxns)
+		nc.Close()
+		return false
+	}
+	s.mu.perIP[ip]++
+	return true
+}
+
+func (s *Server) track(c *conn) {
+	s.mu.Lock()
+	s.mu.conns[c] = struct{}{}
+	s.mu.Unlock()
+	s.o.Metrics.connections.Inc()
+}
+
+func (s *Server) untrack(c *conn) {
+	s.mu.Lock()
+	if _, ok := s.mu.conns[c]; ok {
+		delete(s.mu.conns, c)
+		s.o.Metrics.connections.Dec()
+	}
+	if s.mu.bySess[c.sessionID] == c {
+		delete(s.mu.bySess, c.sessionID)
+	}
+	ip := c.ip
+	if s.mu.perIP[ip]--; s.mu.perIP[ip] <= 0 {
+		delete(s.mu.perIP, ip)
+	}
+	s.mu.Unlock()
+}
+
+// bindSession makes c the session's connection on this server, closing an older one.
+func (s *Server) bindSession(c *conn) {
+	s.mu.Lock()
+	old := s.mu.bySess[c.sessionID]
+	s.mu.bySess[c.sessionID] = c
+	s.mu.Unlock()
+	if old != nil && old != c {
+		old.close("session moved to a newer connection")
+	}
+}
+
+// SessionChanged reacts to session table changes: a closed session's connection, or one whose
+// session moved to another server, is closed. Called from the session table's apply; it must
+// not block.
+func (s *Server) SessionChanged(id int64, closing bool, owner uint64) {
+	if !closing && owner == s.o.ServerID {
+		return
+	}
+	s.mu.Lock()
+	c := s.mu.bySess[id]
+	s.mu.Unlock()
+	if c == nil {
+		return
+	}
+	if closing {
+		go c.close("session closed or expired")
+	} else {
+		go c.close("session moved to another server")
+	}
+}
+
+// Close stops accepting, closes every connection and waits for their goroutines.
+func (s *Server) Close() error {
+	s.mu.Lock()
+	s.mu.closed = true
+	ln := s.mu.ln
+	conns := make([]*conn, 0, len(s.mu.conns))
+	for c := range s.mu.conns {
+		conns = append(conns, c)
+	}
+	s.mu.Unlock()
+	if ln != nil {
+		ln.Close()
+	}
+	for _, c := range conns {
+		c.close("server shutting down")
+	}
+	s.wg.Wait()
+	return nil
+}
+
+// Addr returns the listener's address (nil before Serve).
+func (s *Server) Addr() net.Addr {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.mu.ln == nil {
+		return nil
+	}
+	return s.mu.ln.Addr()
+}
+
+func remoteIP(nc net.Conn) string {
+	if a, ok := nc.RemoteAddr().(*net.TCPAddr); ok {
+		return a.IP.String()
+	}
+	host, _, err := net.SplitHostPort(nc.RemoteAddr().String())
+	if err != nil {
+		return nc.RemoteAddr().String()
+	}
+	return host
+}
+
+// stats are the counters the four-letter words show.
+type stats struct {
+	received   atomic.Int64
+	sent       atomic.Int64
+	minLatency atomic.Int64 // ms; -1 until the first request
+	maxLatency atomic.Int64
+	sumLatency atomic.Int64
+	count      atomic.Int64
+}
+
+func (st *stats) observe(d time.Duration) {
+	ms := d.Milliseconds()
+	st.count.Add(1)
+	st.sumLatency.Add(ms)
+	for {
+		cur := st.maxLatency.Load()
+		if ms <= cur || st.maxLatency.CompareAndSwap(cur, ms) {
+			break
+		}
+	}
+	for {
+		cur := st.minLatency.Load()
+		if (cur != -1 && ms >= cur) || st.minLatency.CompareAndSwap(cur, ms) {
+			break
+		}
+	}
+}

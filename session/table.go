@@ -1,0 +1,310 @@
+package session
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"sync"
+
+	sm "github.com/lni/dragonboat/v4/statemachine"
+)
+
+// Errors of the session package.
+var (
+	ErrMalformed = errors.New("session: malformed command")
+	ErrExists    = errors.New("session: session id already exists")
+	ErrNotFound  = errors.New("session: no such session")
+)
+
+// Entry is one session as the table holds it.
+type Entry struct {
+	ID       int64
+	Passwd   []byte
+	Timeout  int32 // negotiated, milliseconds
+	Owner    uint64
+	LastSeen int64 // stamped Unix ms of the last reported activity
+	Closing  bool
+}
+
+// Command kinds.
+const (
+	cmdCreate  byte = 1
+	cmdTouch   byte = 2
+	cmdClose   byte = 3
+	cmdCleaned byte = 4
+)
+
+// Result values of applied commands.
+const (
+	ResultOK       uint64 = 0
+	ResultExists   uint64 = 1
+	ResultNotFound uint64 = 2
+	ResultClosing  uint64 = 3
+	ResultAlive    uint64 = 4 // Close with a deadline check found the session alive
+)
+
+// EncodeCreate encodes a Create command.
+func EncodeCreate(e Entry) []byte {
+	b := []byte{cmdCreate}
+	b = binary.BigEndian.AppendUint64(b, uint64(e.ID))
+	b = binary.BigEndian.AppendUint32(b, uint32(e.Timeout))
+	b = binary.BigEndian.AppendUint64(b, e.Owner)
+	b = binary.BigEndian.AppendUint64(b, uint64(e.LastSeen))
+	b = append(b, byte(len(e.Passwd)))
+	return append(b, e.Passwd...)
+}
+
+// EncodeTouch encodes a Touch command: owner saw activity on ids at time now.
+func EncodeTouch(owner uint64, now int64, ids []int64) []byte {
+	b := make([]byte, 0, 1+8+8+4+8*len(ids))
+	b = append(b, cmdTouch)
+	b = binary.BigEndian.AppendUint64(b, owner)
+	b = binary.BigEndian.AppendUint64(b, uint64(now))
+	b = binary.BigEndian.AppendUint32(b, uint32(len(ids)))
+	for _, id := range ids {
+		b = binary.BigEndian.AppendUint64(b, uint64(id))
+	}
+	return b
+}
+
+// EncodeClose encodes a Close command. With expireCheck, the session is closed only if its
+// deadline (LastSeen+Timeout) is before now; otherwise the result is ResultAlive.
+func EncodeClose(id int64, now int64, expireCheck bool) []byte {
+	b := []byte{cmdClose}
+	b = binary.BigEndian.AppendUint64(b, uint64(id))
+	b = binary.BigEndian.AppendUint64(b, uint64(now))
+	if expireCheck {
+		return append(b, 1)
+	}
+	return append(b, 0)
+}
+
+// EncodeCleaned encodes a Cleaned command.
+func EncodeCleaned(id int64) []byte {
+	return binary.BigEndian.AppendUint64([]byte{cmdCleaned}, uint64(id))
+}
+
+// Change is a table change the local server reacts to.
+type Change struct {
+	ID       int64
+	Owner    uint64 // the owner after the change
+	Closing  bool
+	OwnerWas uint64
+}
+
+// Table is the replicated session table (a dragonboat IStateMachine). Get and List may be called
+// concurrently with Update.
+type Table struct {
+	onChange func(Change)
+	mu       struct {
+		sync.RWMutex
+		sessions map[int64]*Entry
+		applied  uint64
+	}
+}
+
+// NewTable returns an empty table; onChange (may be nil) is called synchronously from Update for
+// owner changes and closes; it must not block.
+func NewTable(onChange func(Change)) *Table {
+	t := &Table{onChange: onChange}
+	t.mu.sessions = map[int64]*Entry{}
+	return t
+}
+
+// Get returns a copy of the session's entry.
+func (t *Table) Get(id int64) (Entry, bool) {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	e, ok := t.mu.sessions[id]
+	if !ok {
+		return Entry{}, false
+	}
+	return *e, true
+}
+
+// List returns copies of all entries sorted by id.
+func (t *Table) List() []Entry {
+	t.mu.RLock()
+	out := make([]Entry, 0, len(t.mu.sessions))
+	for _, e := range t.mu.sessions {
+		out = append(out, *e)
+	}
+	t.mu.RUnlock()
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out
+}
+
+// Len returns the number of sessions (closing ones included).
+func (t *Table) Len() int {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	return len(t.mu.sessions)
+}
+
+// Update applies one command.
+func (t *Table) Update(ent sm.Entry) (sm.Result, error) {
+	v, changes, err := t.apply(ent.Cmd)
+	if err != nil {
+		return sm.Result{}, err
+	}
+	t.mu.Lock()
+	t.mu.applied = ent.Index
+	t.mu.Unlock()
+	if t.onChange != nil {
+		for _, c := range changes {
+			t.onChange(c)
+		}
+	}
+	return sm.Result{Value: v}, nil
+}
+
+func (t *Table) apply(cmd []byte) (uint64, []Change, error) {
+	if len(cmd) == 0 {
+		return 0, nil, ErrMalformed
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	body := cmd[1:]
+	switch cmd[0] {
+	case cmdCreate:
+		if len(body) < 29 {
+			return 0, nil, ErrMalformed
+		}
+		e := &Entry{
+			ID:       int64(binary.BigEndian.Uint64(body)),
+			Timeout:  int32(binary.BigEndian.Uint32(body[8:])),
+			Owner:    binary.BigEndian.Uint64(body[12:]),
+			LastSeen: int64(binary.BigEndian.Uint64(body[20:])),
+		}
+		n := int(body[28])
+		if len(body) < 29+n {
+			return 0, nil, ErrMalformed
+		}
+		e.Passwd = append([]byte(nil), body[29:29+n]...)
+		if _, ok := t.mu.sessions[e.ID]; ok {
+			return ResultExists, nil, nil
+		}
+		t.mu.sessions[e.ID] = e
+		return ResultOK, nil, nil
+	case cmdTouch:
+		if len(body) < 20 {
+			return 0, nil, ErrMalformed
+		}
+		owner := binary.BigEndian.Uint64(body)
+		now := int64(binary.BigEndian.Uint64(body[8:]))
+		n := int(binary.BigEndian.Uint32(body[16:]))
+		if len(body) != 20+8*n {
+			return 0, nil, ErrMalformed
+		}
+		var changes []Change
+		for i := 0; i < n; i++ {
+			id := int64(binary.BigEndian.Uint64(body[20+8*i:]))
+			e, ok := t.mu.sessions[id]
+			if !ok || e.Closing {
+				continue
+			}
+			if now > e.LastSeen {
+				e.LastSeen = now
+			}
+			if e.Owner != owner {
+				changes = append(changes, Change{ID: id, Owner: owner, OwnerWas: e.Owner})
+				e.Owner = owner
+			}
+		}
+		return ResultOK, changes, nil
+	case cmdClose:
+		if len(body) < 17 {
+			return 0, nil, ErrMalformed
+		}
+		id := int64(binary.BigEndian.Uint64(body))
+		now := int64(binary.BigEndian.Uint64(body[8:]))
+		check := body[16] == 1
+		e, ok := t.mu.sessions[id]
+		if !ok {
+			return ResultNotFound, nil, nil
+		}
+		if e.Closing {
+			return ResultClosing, nil, nil
+		}
+		if check && e.LastSeen+int64(e.Timeout) >= now {
+			return ResultAlive, nil, nil
+		}
+		e.Closing = true
+		return ResultOK, []Change{{ID: id, Owner: e.Owner, OwnerWas: e.Owner, Closing: true}}, nil
+	case cmdCleaned:
+		if len(body) < 8 {
+			return 0, nil, ErrMalformed
+		}
+		id := int64(binary.BigEndian.Uint64(body))
+		if e, ok := t.mu.sessions[id]; ok && e.Closing {
+			delete(t.mu.sessions, id)
+			return ResultOK, nil, nil
+		}
+		return ResultNotFound, nil, nil
+	}
+	return 0, nil, fmt.Errorf("%w: kind %d", ErrMalformed, cmd[0])
+}
+
+// Lookup returns the entry for an int64 session id query, nothing for nil (a read barrier).
+func (t *Table) Lookup(q interface{}) (interface{}, error) {
+	if id, ok := q.(int64); ok {
+		e, found := t.Get(id)
+		if !found {
+			return nil, ErrNotFound
+		}
+		return e, nil
+	}
+	return nil, nil
+}
+
+// SaveSnapshot writes the table.
+func (t *Table) SaveSnapshot(w io.Writer, _ sm.ISnapshotFileCollection, _ <-chan struct{}) error {
+	var b []byte
+	for _, e := range t.List() {
+		b = binary.BigEndian.AppendUint64(b, uint64(e.ID))
+		b = binary.BigEndian.AppendUint32(b, uint32(e.Timeout))
+		b = binary.BigEndian.AppendUint64(b, e.Owner)
+		b = binary.BigEndian.AppendUint64(b, uint64(e.LastSeen))
+		if e.Closing {
+			b = append(b, 1)
+		} else {
+			b = append(b, 0)
+		}
+		b = append(b, byte(len(e.Passwd)))
+		b = append(b, e.Passwd...)
+	}
+	_, err := w.Write(b)
+	return err
+}
+
+// RecoverFromSnapshot replaces the table with a snapshot's.
+func (t *Table) RecoverFromSnapshot(r io.Reader, _ []sm.SnapshotFile, _ <-chan struct{}) error {
+	b, err := io.ReadAll(r)
+	if err != nil {
+		return err
+	}
+	m := map[int64]*Entry{}
+	for len(b) > 0 {
+		if len(b) < 30 {
+			return ErrMalformed
+		}
+		e := &Entry{ID: int64(binary.BigEndian.Uint64(b)), Timeout: int32(binary.BigEndian.Uint32(b[8:])),
+			Owner: binary.BigEndian.Uint64(b[12:]), LastSeen: int64(binary.BigEndian.Uint64(b[20:])), Closing: b[28] == 1}
+		n := int(b[29])
+		if len(b) < 30+n {
+			return ErrMalformed
+		}
+		e.Passwd = append([]byte(nil), b[30:30+n]...)
+		m[e.ID] = e
+		b = b[30+n:]
+	}
+	t.mu.Lock()
+	t.mu.sessions = m
+	t.mu.Unlock()
+	return nil
+}
+
+// Close releases nothing; the table is in memory.
+func (t *Table) Close() error { return nil }
