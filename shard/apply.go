@@ -1,0 +1,145 @@
+package shard
+
+import (
+	"github.com/corral/corral/wire"
+)
+
+// Apply applies one batch and returns its result and the watch events it produced, in order.
+// It is a pure function of (state, batch): no clock, no randomness, no dependence on map order.
+//
+// A batch from an unknown proposer must have Seq 1; a known proposer's batch must have Seq
+// last+1. A batch with an older Seq is a duplicate (BatchDuplicate with the cached results, or
+// BatchDuplicateUnknown once they are evicted); any other Seq is BatchOutOfOrder. Only
+// BatchApplied changes the tree or consumes zxids. Every batch, whatever its status, lets the
+// shard forget proposers idle for more than 24 h and tombstones older than 24 h (batch time).
+func (s *State) Apply(b *Batch) (BatchResult, []Event) {
+	status, p := s.admit(b.Proposer, b.Seq)
+	var res BatchResult
+	var events []Event
+	switch status {
+	case BatchApplied:
+		results := make([]OpResult, len(b.Ops))
+		for i := range b.Ops {
+			op := &b.Ops[i]
+			zxid := nextZxid(s.lastZxid, s.cfg.Tag, b.Time, op.MinZxid)
+			s.lastZxid = zxid
+			results[i] = s.applyOp(op, zxid, b.Time, &events)
+		}
+		s.finish(b.Proposer, p, b, results)
+		res = BatchResult{Status: BatchApplied, Results: results}
+	case BatchDuplicate:
+		results, _ := p.cached(b.Seq)
+		res = BatchResult{Status: BatchDuplicate, Results: results}
+	default:
+		res = BatchResult{Status: status}
+	}
+	s.forgetIdle(b.Proposer, b.Time)
+	s.expireTombstones(b.Time)
+	return res, events
+}
+
+// applyOp applies one op under zxid. Every op consumes its zxid, whether it succeeds or fails,
+// as ZooKeeper does for error txns; an undecodable body is MARSHALLINGERROR and an opcode that
+// is not a write is UNIMPLEMENTED.
+func (s *State) applyOp(op *Op, zxid, time int64, events *[]Event) OpResult {
+	t := &s.tx
+	t.begin(zxid, time)
+	res := OpResult{Zxid: zxid}
+	d := wire.NewDecoder(op.Body)
+	var body wire.Record
+	var err wire.Err
+	switch op.Code {
+	case wire.OpCreate, wire.OpCreate2, wire.OpCreateContainer, wire.OpCreateTTL:
+		var a createArgs
+		if op.Code == wire.OpCreateTTL {
+			var r wire.CreateTTLRequest
+			if r.Decode(d) != nil {
+				return s.fail(res, wire.ErrMarshallingError)
+			}
+			a = createArgs{path: r.Path, data: r.Data, acl: r.ACL, flags: r.Flags, ttl: r.TTL}
+		} else {
+			var r wire.CreateRequest
+			if r.Decode(d) != nil {
+				return s.fail(res, wire.ErrMarshallingError)
+			}
+			a = createArgs{path: r.Path, data: r.Data, acl: r.ACL, flags: r.Flags, ttl: -1}
+		}
+		var path string
+		var stat wire.Stat
+		path, stat, err = t.create(op.Code, &a, op.Session, op.Auth)
+		if op.Code == wire.OpCreate {
+			body = &wire.CreateResponse{Path: path}
+		} else {
+			body = &wire.Create2Response{Path: path, Stat: stat}
+		}
+	case wire.OpDelete, wire.OpDeleteContainer:
+		var r wire.DeleteRequest
+		if r.Decode(d) != nil {
+			return s.fail(res, wire.ErrMarshallingError)
+		}
+		if op.Code == wire.OpDelete {
+			err = t.delete(r.Path, r.Version, op.Auth)
+		} else {
+			err = t.deleteContainer(r.Path, r.Version)
+		}
+	case wire.OpSetData:
+		var r wire.SetDataRequest
+		if r.Decode(d) != nil {
+			return s.fail(res, wire.ErrMarshallingError)
+		}
+		var stat wire.Stat
+		stat, err = t.setData(r.Path, r.Data, r.Version, op.Auth)
+		body = &wire.SetDataResponse{Stat: stat}
+	case wire.OpSetACL:
+		var r wire.SetACLRequest
+		if r.Decode(d) != nil {
+			return s.fail(res, wire.ErrMarshallingError)
+		}
+		var stat wire.Stat
+		stat, err = t.setACL(r.Path, r.ACL, r.Version, op.Auth)
+		body = &wire.SetACLResponse{Stat: stat}
+	case wire.OpCheck:
+		// A check outside a multi is a write in 3.8 (it consumes a zxid); its success reply has
+		// no body (3.8 would serialise a SetDataResponse with a null stat; 3.9 sends none).
+		var r wire.CheckVersionRequest
+		if r.Decode(d) != nil {
+			return s.fail(res, wire.ErrMarshallingError)
+		}
+		err = t.check(r.Path, r.Version, op.Auth)
+	case wire.OpMulti:
+		var r wire.MultiRequest
+		if r.Decode(d) != nil || !multiWritable(&r) {
+			return s.fail(res, wire.ErrMarshallingError)
+		}
+		results, ok := t.multi(&r, op.Session, op.Auth)
+		if ok {
+			*events = t.commit(*events)
+		}
+		res.Body = encode(&wire.MultiResponse{Results: results})
+		return res
+	case wire.OpCloseSession:
+		t.closeSession(op.Session)
+	default:
+		return s.fail(res, wire.ErrUnimplemented)
+	}
+	if err != wire.ErrOK {
+		return s.fail(res, err)
+	}
+	*events = t.commit(*events)
+	if body != nil {
+		res.Body = encode(body)
+	}
+	return res
+}
+
+func (s *State) fail(res OpResult, err wire.Err) OpResult {
+	res.Err = err
+	return res
+}
+
+// encode returns a freshly allocated encoding of r.
+func encode(r wire.Record) []byte {
+	e := wire.NewEncoder(make([]byte, 0, 96))
+	r.Encode(e)
+	return e.Bytes()
+}

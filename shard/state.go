@@ -1,0 +1,94 @@
+package shard
+
+import (
+	"github.com/corral/corral/wire"
+)
+
+// StateConfig is the part of Config that shapes apply. It must be identical on every replica of
+// a shard and must not change over the shard's life (Tag, ExtendedTypes) or only through a
+// replicated operation (Root, once mounting exists).
+type StateConfig struct {
+	// Tag is the low 8 bits of every zxid this shard assigns; unique among live shards.
+	Tag uint8
+	// OwnsRoot seeds the tree with "/", "/zookeeper", "/zookeeper/quota" and "/zookeeper/config".
+	OwnsRoot bool
+	// Root is the subtree this shard serves ("/" for the root shard). Recorded, not yet used:
+	// mounting subtrees is not implemented.
+	Root string
+	// ExtendedTypes enables TTL nodes (zookeeper.extendedTypesEnabled); without it a TTL create
+	// mode is UNIMPLEMENTED.
+	ExtendedTypes bool
+}
+
+// State is the replicated state of one shard: the znode tree with its indexes, the last assigned
+// zxid, the proposer table (exactly-once, FIFO batches) and the closed-session tombstones.
+//
+// State is not safe for concurrent use: one goroutine (dragonboat's apply loop) calls Apply;
+// readers use Views, which are immutable.
+type State struct {
+	cfg        StateConfig
+	tree       tree
+	lastZxid   int64
+	proposers  map[uint64]*proposer
+	tombstones tombstones
+
+	// scratch reused by Apply
+	tx  txn
+	enc wire.Encoder
+
+	// track is set by the Machine: Apply then records what changed for the store.
+	track bool
+	dirty dirtySet
+}
+
+// NewState returns the initial state of a shard: the ZooKeeper 3.8 initial tree when
+// cfg.OwnsRoot, an empty tree otherwise.
+func NewState(cfg StateConfig) *State {
+	s := &State{cfg: cfg, proposers: make(map[uint64]*proposer), tombstones: newTombstones()}
+	if cfg.OwnsRoot {
+		s.tree = initialTree()
+	} else {
+		s.tree = newTree()
+	}
+	s.tx.s = s
+	s.dirty.reset()
+	return s
+}
+
+// LastZxid returns the last zxid the shard assigned (0 before any write).
+func (s *State) LastZxid() int64 { return s.lastZxid }
+
+// Config returns the state's configuration.
+func (s *State) Config() StateConfig { return s.cfg }
+
+// View returns an immutable snapshot of the current state for lock-free reads. It costs three
+// O(1) btree clones; the live tree then copies shared btree nodes on its next writes.
+func (s *State) View(shardID uint64) *View {
+	return &View{shardID: shardID, zxid: s.lastZxid, tree: s.tree.clone()}
+}
+
+// dirtySet records what Apply changed since the last store flush.
+type dirtySet struct {
+	nodes      map[string]struct{} // tree keys written or deleted
+	proposers  map[uint64]struct{} // proposers whose header changed or that were forgotten
+	results    []resultKey         // cached batch results written
+	dropped    []resultKey         // cached batch results evicted
+	tombstones map[int64]struct{}  // tombstones added or expired
+}
+
+type resultKey struct {
+	proposer uint64
+	seq      uint64
+}
+
+func (d *dirtySet) reset() {
+	d.nodes = make(map[string]struct{})
+	d.proposers = make(map[uint64]struct{})
+	d.results = d.results[:0]
+	d.dropped = d.dropped[:0]
+	d.tombstones = make(map[int64]struct{})
+}
+
+func (d *dirtySet) empty() bool {
+	return len(d.nodes) == 0 && len(d.proposers) == 0 && len(d.results) == 0 && len(d.dropped) == 0 && len(d.tombstones) == 0
+}

@@ -1,0 +1,101 @@
+package shard
+
+import "github.com/corral/corral/wire"
+
+// txn is one write op (or one whole multi) being applied: changes are staged in an overlay over
+// the tree, so later ops of a multi see the effects of earlier ones, and a failing op discards
+// everything (ZooKeeper's outstanding ChangeRecords play this role). commit moves the overlay into
+// the tree in first-touch order.
+type txn struct {
+	s       *State
+	zxid    int64
+	time    int64
+	changes map[string]*node // nil: deleted
+	order   []string
+	events  []Event
+}
+
+func (t *txn) begin(zxid, time int64) {
+	if t.changes == nil {
+		t.changes = make(map[string]*node)
+	}
+	clear(t.changes)
+	t.order = t.order[:0]
+	t.events = t.events[:0]
+	t.zxid, t.time = zxid, time
+}
+
+func (t *txn) get(key string) *node {
+	if n, ok := t.changes[key]; ok {
+		return n
+	}
+	return t.s.tree.get(key)
+}
+
+// lookup returns the node at path, or nil.
+func (t *txn) lookup(path string) (*node, string) {
+	key, ok := keyOf(path)
+	if !ok {
+		return nil, ""
+	}
+	return t.get(key), key
+}
+
+func (t *txn) stage(key string, n *node) {
+	if _, ok := t.changes[key]; !ok {
+		t.order = append(t.order, key)
+	}
+	t.changes[key] = n
+}
+
+func (t *txn) put(n *node) { t.stage(n.key, n) }
+
+func (t *txn) del(key string) { t.stage(key, nil) }
+
+func (t *txn) event(typ wire.EventType, path string, acl *aclList) {
+	var a []wire.ACL
+	if acl != nil {
+		a = acl.acl
+	}
+	t.events = append(t.events, Event{Type: typ, Path: path, Zxid: t.zxid, ACL: a})
+}
+
+// commit applies the overlay to the tree and appends the events to out.
+func (t *txn) commit(out []Event) []Event {
+	s := t.s
+	for _, key := range t.order {
+		if n := t.changes[key]; n != nil {
+			s.tree.put(n)
+		} else {
+			s.tree.remove(key)
+		}
+		if s.track {
+			s.dirty.nodes[key] = struct{}{}
+		}
+	}
+	return append(out, t.events...)
+}
+
+// removeNode deletes the node n at (key, path) whose parent is parentPath (as splitParent
+// returns it): the parent loses a child and takes the zxid as pzxid if it is larger (DataTree
+// .deleteNode); its stored cversion, mzxid and mtime are untouched. Events: NodeDeleted on the
+// path, then NodeChildrenChanged on the parent.
+func (t *txn) removeNode(key, path string, n *node, parentPath string) {
+	pkey, _ := parentKey(parentPath)
+	if p := t.get(pkey); p != nil {
+		p = p.clone()
+		p.numChildren--
+		if t.zxid > p.pzxid {
+			p.pzxid = t.zxid
+		}
+		t.put(p)
+		t.del(key)
+		t.event(wire.EventNodeDeleted, path, n.acl)
+		t.event(wire.EventNodeChildrenChanged, displayParent(parentPath), p.acl)
+		return
+	}
+	// A node whose parent lives outside this shard (a mounted subtree's root) has no parent
+	// record to update.
+	t.del(key)
+	t.event(wire.EventNodeDeleted, path, n.acl)
+}

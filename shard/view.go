@@ -1,0 +1,136 @@
+package shard
+
+import (
+	"strings"
+
+	"github.com/corral/corral/wire"
+)
+
+// View is an immutable snapshot of a shard's state, published after every applied Update. Any
+// number of goroutines may read a View concurrently, without locks, while the shard goes on
+// applying; everything it returns is shared and must not be modified.
+type View struct {
+	shardID uint64
+	zxid    int64
+	tree    tree
+}
+
+// ShardID returns the shard the view belongs to.
+func (v *View) ShardID() uint64 { return v.shardID }
+
+// Zxid returns the shard's last assigned zxid at the time of the view: the view reflects every
+// write with a zxid up to it and none after it.
+func (v *View) Zxid() int64 { return v.zxid }
+
+// Len returns the number of nodes in the view.
+func (v *View) Len() int { return v.tree.nodes.Len() }
+
+// Get returns the node at path.
+func (v *View) Get(path string) (NodeInfo, bool) {
+	key, ok := keyOf(path)
+	if !ok {
+		return NodeInfo{}, false
+	}
+	n := v.tree.get(key)
+	if n == nil {
+		return NodeInfo{}, false
+	}
+	return NodeInfo{n}, true
+}
+
+// Children returns the names of the children of path in byte order (nil if path does not
+// exist). ZooKeeper's order is undefined; clients sort.
+func (v *View) Children(path string) []string {
+	key, ok := keyOf(path)
+	if !ok || v.tree.get(key) == nil {
+		return nil
+	}
+	return v.tree.children(key)
+}
+
+// CountDescendants returns the number of nodes strictly below path in this shard (0 if path
+// does not exist). For "/" it is every node but the root, as getAllChildrenNumber reports.
+func (v *View) CountDescendants(path string) int {
+	key, ok := keyOf(path)
+	if !ok || v.tree.get(key) == nil {
+		return 0
+	}
+	return v.tree.countDescendants(key)
+}
+
+// Ephemerals returns the paths of session's ephemeral nodes in this shard that start with prefix
+// (plain string prefix, as getEphemerals), in byte order.
+func (v *View) Ephemerals(session int64, prefix string) []string {
+	return v.tree.ephemerals(session, prefix)
+}
+
+// Walk calls fn for each node of the subtree rooted at path (path itself first), in key order,
+// until fn returns false.
+func (v *View) Walk(path string, fn func(path string, n NodeInfo) bool) {
+	key, ok := keyOf(path)
+	if !ok {
+		return
+	}
+	n := v.tree.get(key)
+	if n == nil || !fn(path, NodeInfo{n}) {
+		return
+	}
+	lo, hi := subtreeRange(key)
+	if key == "" {
+		lo, hi = "\x01", "\x02"
+	}
+	v.tree.nodes.AscendRange(&node{key: lo}, &node{key: hi}, func(n *node) bool {
+		return fn(pathOf(n.key), NodeInfo{n})
+	})
+}
+
+// ExpiryCandidates returns up to max paths the leader should propose OpDeleteContainer for at
+// time now (Unix ms), as ZooKeeper's ContainerManager.getCandidates: containers without
+// children that have had at least one (stored cversion > 0), and TTL nodes without children
+// whose mtime + ttl < now. Never-used containers are not candidates
+// (znode.container.maxNeverUsedIntervalMs = 0, ZooKeeper's default).
+func (v *View) ExpiryCandidates(now int64, max int) []string {
+	var out []string
+	if max <= 0 {
+		return nil
+	}
+	v.tree.expiring.Ascend(func(key string) bool {
+		n := v.tree.get(key)
+		if n == nil || n.numChildren > 0 {
+			return true
+		}
+		switch kindOf(n.owner) {
+		case kindContainer:
+			if n.cversion <= 0 {
+				return true
+			}
+		case kindTTL:
+			if n.mtime+ttlOf(n.owner) >= now {
+				return true
+			}
+		default:
+			return true
+		}
+		out = append(out, pathOf(key))
+		return len(out) < max
+	})
+	return out
+}
+
+// getEphemeralsPrefix reports whether prefix selects all of a session's ephemerals
+// (null, blank after Java's trim, or "/").
+func allEphemerals(prefix string) bool {
+	p := strings.TrimFunc(prefix, func(r rune) bool { return r <= ' ' })
+	return p == "" || p == "/"
+}
+
+// GetEphemerals answers getEphemerals (103) for session: its ephemeral paths in this shard that
+// start with req.PrefixPath, or all of them when the prefix is empty or "/" after trimming
+// (FinalRequestProcessor). It needs no ACL.
+func (v *View) GetEphemerals(session int64, req *wire.GetEphemeralsRequest) (wire.Err, wire.Record) {
+	prefix := req.PrefixPath
+	if allEphemerals(prefix) {
+		prefix = ""
+	}
+	return wire.ErrOK, &wire.GetEphemeralsResponse{Ephemerals: v.tree.ephemerals(session, prefix)}
+}
