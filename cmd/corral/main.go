@@ -1,0 +1,50 @@
+// Command corral runs Corral servers and its tools.
+//
+//	corral server --config zoo.cfg     run one server from a ZooKeeper-style configuration
+//	corral local [--servers 3] ...      run a local ensemble, one process per server
+//	corral bench <experiment> ...       benchmarks against Corral and Apache ZooKeeper
+//	corral version
+package main
+
+import (
+	"fmt"
+	"os"
+)
+
+func main() {
+	if len(os.Args) < 2 {
+		usage()
+		os.Exit(2)
+	}
+	var code int
+	switch os.Args[1] {
+	case "server":
+		code = runServer(os.Args[2:])
+	case "local":
+		code = runLocal(os.Args[2:])
+	case "bench":
+		code = runBench(os.Args[2:])
+	case "version", "--version", "-v":
+		fmt.Println("corral", version)
+	case "help", "-h", "--help":
+		usage()
+	default:
+		fmt.Fprintf(os.Stderr, "corral: unknown command %q\n", os.Args[1])
+		usage()
+		code = 2
+	}
+	os.Exit(code)
+}
+
+const version = "0.1.0-dev (ZooKeeper 3.8 protocol)"
+
+func usage() {
+	fmt.Fprint(os.Stderr, `usage: corral <command> [flags]
+
+commands:
+  server --config zoo.cfg   run one server (zoo.cfg keys as Apache ZooKeeper, plus corral.*)
+  local                     run a local ensemble (default 3 servers, 4 shards, ports 2181-2183)
+  bench <experiment>        run a benchmark (throughput, failover, create, barrier, shards, sizing)
+  version                   print the version
+`)
+}

@@ -1,0 +1,292 @@
+package cluster_test
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"go.uber.org/goleak"
+
+	"github.com/corral/corral/internal/testcluster"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m,
+		// dragonboat keeps a few process-wide goroutines (logger, pools) alive after NodeHost.Close.
+		goleak.IgnoreTopFunction("github.com/lni/goutils/syncutil.(*Stopper).runWorker.func1"),
+		goleak.IgnoreAnyFunction("github.com/cockroachdb/pebble.(*tableCacheShard).releaseLoop"),
+		goleak.IgnoreAnyFunction("github.com/lni/dragonboat/v4/internal/transport.(*Transport).connectAndProcess"),
+		goleak.IgnoreAnyFunction("internal/poll.runtime_pollWait"),
+		goleak.IgnoreAnyFunction("github.com/go-zookeeper/zk.(*Conn).loop"),
+		goleak.IgnoreAnyFunction("github.com/go-zookeeper/zk.(*Conn).sendLoop"),
+		goleak.IgnoreAnyFunction("github.com/go-zookeeper/zk.(*Conn).recvLoop"),
+		goleak.IgnoreAnyFunction("time.Sleep"),
+	)
+}
+
+func connect(t *testing.T, addrs []string) (*zk.Conn, <-chan zk.Event) {
+	t.Helper()
+	c, ev, err := zk.Connect(addrs, 10*time.Second, zk.WithLogInfo(false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	deadline := time.After(15 * time.Second)
+	for c.State() != zk.StateHasSession {
+		select {
+		case <-deadline:
+			t.Fatalf("no session with %v (state %v)", addrs, c.State())
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	return c, ev
+}
+
+func TestBasicOperations(t *testing.T) {
+	cl := testcluster.Start(t, testcluster.Options{Servers: 3, Shards: 2})
+	c, _ := connect(t, cl.Addrs()[:1])
+	acl := zk.WorldACL(zk.PermAll)
+	if p, err := c.Create("/a", []byte("x"), 0, acl); err != nil || p != "/a" {
+		t.Fatalf("create /a = %q, %v", p, err)
+	}
+	if _, err := c.Create("/a", nil, 0, acl); !errors.Is(err, zk.ErrNodeExists) {
+		t.Fatalf("second create: %v, want node exists", err)
+	}
+	data, st, err := c.Get("/a")
+	if err != nil || string(data) != "x" || st.Version != 0 || st.Czxid != st.Mzxid || st.Czxid <= 0 {
+		t.Fatalf("get /a = %q %+v %v", data, st, err)
+	}
+	st2, err := c.Set("/a", []byte("yy"), 0)
+	if err != nil || st2.Version != 1 || st2.Mzxid <= st.Mzxid || st2.DataLength != 2 {
+		t.Fatalf("set = %+v %v", st2, err)
+	}
+	if _, err := c.Set("/a", []byte("z"), 0); !errors.Is(err, zk.ErrBadVersion) {
+		t.Fatalf("stale set: %v", err)
+	}
+	for i := 0; i < 3; i++ {
+		if _, err := c.Create("/a/s-", nil, zk.FlagSequence, acl); err != nil {
+			t.Fatal(err)
+		}
+	}
+	kids, st3, err := c.Children("/a")
+	sort.Strings(kids)
+	want := []string{"s-0000000000", "s-0000000001", "s-0000000002"}
+	if err != nil || fmt.Sprint(kids) != fmt.Sprint(want) || st3.NumChildren != 3 || st3.Cversion != 3 {
+		t.Fatalf("children = %v %+v %v", kids, st3, err)
+	}
+	if err := c.Delete("/a", -1); !errors.Is(err, zk.ErrNotEmpty) {
+		t.Fatalf("delete non-empty: %v", err)
+	}
+	// Reads on another server see the write once they sync.
+	c2, _ := connect(t, cl.Addrs()[2:])
+	if _, err := c2.Sync("/a"); err != nil {
+		t.Fatal(err)
+	}
+	if d, _, err := c2.Get("/a"); err != nil || !bytes.Equal(d, []byte("yy")) {
+		t.Fatalf("get on server 3 = %q %v", d, err)
+	}
+	res, err := c.Multi(&zk.CreateRequest{Path: "/m", Data: []byte("1"), Acl: acl},
+		&zk.SetDataRequest{Path: "/m", Data: []byte("2"), Version: 0})
+	if err != nil || len(res) != 2 {
+		t.Fatalf("multi = %+v %v", res, err)
+	}
+	_, err = c.Multi(&zk.CreateRequest{Path: "/m2", Acl: acl}, &zk.DeleteRequest{Path: "/nope", Version: -1})
+	if !errors.Is(err, zk.ErrNoNode) {
+		t.Fatalf("failing multi: %v", err)
+	}
+	if ok, _, _ := c.Exists("/m2"); ok {
+		t.Fatal("failed multi left /m2 behind")
+	}
+}
+
+// TestWatchBeforeReply: a data watch set on one server fires when another server's client
+// changes the node, and the event arrives before the reply to a later read that shows the change.
+func TestWatchBeforeReply(t *testing.T) {
+	cl := testcluster.Start(t, testcluster.Options{Servers: 3, Shards: 1})
+	w, _ := connect(t, cl.Addrs()[1:2])
+	c, _ := connect(t, cl.Addrs()[:1])
+	acl := zk.WorldACL(zk.PermAll)
+	if _, err := c.Create("/w", []byte("0"), 0, acl); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Sync("/w"); err != nil {
+		t.Fatal(err)
+	}
+	_, _, ch, err := w.GetW("/w")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Set("/w", []byte("1"), -1); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case ev := <-ch:
+		if ev.Type != zk.EventNodeDataChanged || ev.Path != "/w" {
+			t.Fatalf("event %+v", ev)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no watch event")
+	}
+	_, _, ch2, err := w.ChildrenW("/w")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Create("/w/k", nil, 0, acl); err != nil {
+		t.Fatal(err)
+	}
+	// Poll reads on the watcher's server; the first read that shows the child must come after the event.
+	for {
+		kids, _, err := w.Children("/w")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(kids) == 1 {
+			select {
+			case ev := <-ch2:
+				if ev.Type != zk.EventNodeChildrenChanged {
+					t.Fatalf("event %+v", ev)
+				}
+			default:
+				t.Fatal("a read showed the new child before its watch event arrived")
+			}
+			break
+		}
+	}
+}
+
+// TestEphemeralsDieWithSession: closing a session removes its ephemerals, and the removal is
+// seen from another server.
+func TestEphemeralsDieWithSession(t *testing.T) {
+	cl := testcluster.Start(t, testcluster.Options{Servers: 3, Shards: 1})
+	owner, _ := connect(t, cl.Addrs()[:1])
+	other, _ := connect(t, cl.Addrs()[1:2])
+	acl := zk.WorldACL(zk.PermAll)
+	if _, err := owner.Create("/e", nil, zk.FlagEphemeral, acl); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := owner.Create("/e/child", nil, 0, acl); !errors.Is(err, zk.ErrNoChildrenForEphemerals) {
+		t.Fatalf("child of ephemeral: %v", err)
+	}
+	if _, err := other.Sync("/e"); err != nil {
+		t.Fatal(err)
+	}
+	ok, st, ch, err := other.ExistsW("/e")
+	if err != nil || !ok || st.EphemeralOwner != owner.SessionID() {
+		t.Fatalf("exists = %v %+v %v (owner %x)", ok, st, err, owner.SessionID())
+	}
+	owner.Close()
+	select {
+	case ev := <-ch:
+		if ev.Type != zk.EventNodeDeleted {
+			t.Fatalf("event %+v", ev)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("ephemeral not deleted after close")
+	}
+}
+
+// TestSessionExpiry: a session whose client stops talking expires after its timeout and its
+// ephemerals are removed.
+func TestSessionExpiry(t *testing.T) {
+	cl := testcluster.Start(t, testcluster.Options{Servers: 3, Shards: 1})
+	watcher, _ := connect(t, cl.Addrs()[2:])
+	c, _, err := zk.Connect(cl.Addrs()[:1], 1*time.Second, zk.WithLogInfo(false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	for c.State() != zk.StateHasSession {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if _, err := c.Create("/x", nil, zk.FlagEphemeral, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+	watcher.Sync("/x")
+	ok, _, ch, err := watcher.ExistsW("/x")
+	if err != nil || !ok {
+		t.Fatalf("exists: %v %v", ok, err)
+	}
+	// Freeze the client: stop its pings by closing the socket path (the server sees silence).
+	cl.Stop(0)
+	select {
+	case ev := <-ch:
+		if ev.Type != zk.EventNodeDeleted {
+			t.Fatalf("event %+v", ev)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("session did not expire")
+	}
+}
+
+// TestRestartKeepsData: every acknowledged write survives a full-ensemble restart.
+func TestRestartKeepsData(t *testing.T) {
+	cl := testcluster.Start(t, testcluster.Options{Servers: 3, Shards: 2})
+	c, _ := connect(t, cl.Addrs())
+	acl := zk.WorldACL(zk.PermAll)
+	for i := 0; i < 50; i++ {
+		if _, err := c.Create(fmt.Sprintf("/r%d", i), []byte{byte(i)}, 0, acl); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, before, _ := c.Get("/r49")
+	c.Close()
+	for i := 0; i < 3; i++ {
+		cl.Stop(i)
+	}
+	doneRestart := make(chan int, 3)
+	for i := 0; i < 3; i++ {
+		go func() { cl.Restart(i); doneRestart <- i }()
+	}
+	for i := 0; i < 3; i++ {
+		<-doneRestart
+	}
+	c2, _ := connect(t, cl.Addrs())
+	for i := 0; i < 50; i++ {
+		d, _, err := c2.Get(fmt.Sprintf("/r%d", i))
+		if err != nil || len(d) != 1 || d[0] != byte(i) {
+			t.Fatalf("after restart /r%d = %v %v", i, d, err)
+		}
+	}
+	_, after, _ := c2.Get("/r49")
+	if after.Mzxid != before.Mzxid {
+		t.Fatalf("mzxid changed across restart: %x -> %x", before.Mzxid, after.Mzxid)
+	}
+	if _, err := c2.Create("/after", nil, 0, acl); err != nil {
+		t.Fatal(err)
+	}
+	_, st, _ := c2.Get("/after")
+	if st.Czxid <= before.Mzxid {
+		t.Fatalf("zxid went backwards after restart: %x <= %x", st.Czxid, before.Mzxid)
+	}
+}
+
+// TestLeaderFailover: with one server stopped, the other two keep serving writes.
+func TestLeaderFailover(t *testing.T) {
+	cl := testcluster.Start(t, testcluster.Options{Servers: 3, Shards: 1})
+	c, _ := connect(t, cl.Addrs()[1:])
+	acl := zk.WorldACL(zk.PermAll)
+	if _, err := c.Create("/f", nil, 0, acl); err != nil {
+		t.Fatal(err)
+	}
+	cl.Stop(0)
+	deadline := time.Now().Add(15 * time.Second)
+	for i := 0; i < 20; i++ {
+		_, err := c.Set("/f", []byte{byte(i)}, -1)
+		if err != nil {
+			if time.Now().After(deadline) {
+				t.Fatalf("writes did not resume: %v", err)
+			}
+			time.Sleep(50 * time.Millisecond)
+			i--
+			continue
+		}
+	}
+	d, _, err := c.Get("/f")
+	if err != nil || len(d) != 1 || d[0] != 19 {
+		t.Fatalf("get = %v %v", d, err)
+	}
+}
