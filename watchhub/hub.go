@@ -104,7 +104,11 @@ func (h *Hub) AddPersistentRecursive(w Watcher, path string) {
 }
 
 func (h *Hub) add(w Watcher, path string, t table, md mode) {
-	ws := h.reg.getOrCreate(w)
+	h.addTo(h.reg.getOrCreate(w), path, t, md)
+}
+
+// addTo sets ws's mode for path in table(s) t, unless ws is being removed.
+func (h *Hub) addTo(ws *wstate, path string, t table, md mode) {
 	si := int(h.hash(path) & stripeMask)
 	s := &h.stripes[si]
 	s.mu.Lock()
