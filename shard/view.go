@@ -59,8 +59,12 @@ func (v *View) CountDescendants(path string) int {
 }
 
 // Ephemerals returns the paths of session's ephemeral nodes in this shard that start with prefix
-// (plain string prefix, as getEphemerals), in byte order.
+// (a plain string prefix), in byte order, as getEphemerals: a prefix that is empty or "/" after
+// Java's trim selects all of them.
 func (v *View) Ephemerals(session int64, prefix string) []string {
+	if allEphemerals(prefix) {
+		prefix = ""
+	}
 	return v.tree.ephemerals(session, prefix)
 }
 
@@ -117,7 +121,7 @@ func (v *View) ExpiryCandidates(now int64, max int) []string {
 	return out
 }
 
-// getEphemeralsPrefix reports whether prefix selects all of a session's ephemerals
+// allEphemerals reports whether prefix selects all of a session's ephemerals
 // (null, blank after Java's trim, or "/").
 func allEphemerals(prefix string) bool {
 	p := strings.TrimFunc(prefix, func(r rune) bool { return r <= ' ' })
@@ -128,9 +132,5 @@ func allEphemerals(prefix string) bool {
 // start with req.PrefixPath, or all of them when the prefix is empty or "/" after trimming
 // (FinalRequestProcessor). It needs no ACL.
 func (v *View) GetEphemerals(session int64, req *wire.GetEphemeralsRequest) (wire.Err, wire.Record) {
-	prefix := req.PrefixPath
-	if allEphemerals(prefix) {
-		prefix = ""
-	}
-	return wire.ErrOK, &wire.GetEphemeralsResponse{Ephemerals: v.tree.ephemerals(session, prefix)}
+	return wire.ErrOK, &wire.GetEphemeralsResponse{Ephemerals: v.Ephemerals(session, req.PrefixPath)}
 }

@@ -1,0 +1,234 @@
+package shard
+
+import (
+	"encoding/binary"
+	"fmt"
+
+	"github.com/corral/corral/wire"
+)
+
+// Batch encoding (the Raft entry's Cmd), all integers varint-encoded:
+//
+//	u8 version (1) | uvarint Proposer | uvarint Seq | varint Time | uvarint len(Ops) | Op...
+//	Op: varint Session | varint Code | varint MinZxid | uvarint len(Auth) | (str Scheme, str ID)...
+//	    | bytes Body
+//	str: uvarint length + bytes; bytes: uvarint length+1 + bytes, 0 for nil.
+//
+// BatchResult encoding (the Raft entry's Result.Data):
+//
+//	u8 version (1) | u8 Status | uvarint len(Results) | (varint Err, varint Zxid, bytes Body)...
+const codecVersion = 1
+
+// AppendTo appends the encoding of the batch to dst.
+func (b *Batch) AppendTo(dst []byte) []byte {
+	dst = append(dst, codecVersion)
+	dst = binary.AppendUvarint(dst, b.Proposer)
+	dst = binary.AppendUvarint(dst, b.Seq)
+	dst = binary.AppendVarint(dst, b.Time)
+	dst = binary.AppendUvarint(dst, uint64(len(b.Ops)))
+	for i := range b.Ops {
+		op := &b.Ops[i]
+		dst = binary.AppendVarint(dst, op.Session)
+		dst = binary.AppendVarint(dst, int64(op.Code))
+		dst = binary.AppendVarint(dst, op.MinZxid)
+		dst = binary.AppendUvarint(dst, uint64(len(op.Auth)))
+		for _, id := range op.Auth {
+			dst = appendStr(dst, id.Scheme)
+			dst = appendStr(dst, id.ID)
+		}
+		dst = appendBytes(dst, op.Body)
+	}
+	return dst
+}
+
+// DecodeBatch decodes a batch. Op bodies alias data; everything else is copied. It never panics
+// and rejects trailing bytes.
+func DecodeBatch(data []byte) (Batch, error) {
+	r := reader{buf: data}
+	var b Batch
+	if v := r.byte(); v != codecVersion {
+		return Batch{}, fmt.Errorf("%w: version %d", ErrMalformedBatch, v)
+	}
+	b.Proposer = r.uvarint()
+	b.Seq = r.uvarint()
+	b.Time = r.varint()
+	n := r.count(5) // an op takes at least 5 bytes
+	if n > 0 {
+		b.Ops = make([]Op, n)
+	}
+	for i := 0; i < n && r.err == nil; i++ {
+		op := &b.Ops[i]
+		op.Session = r.varint()
+		op.Code = wire.OpCode(r.int32())
+		op.MinZxid = r.varint()
+		if na := r.count(2); na > 0 {
+			op.Auth = make([]wire.ID, na)
+			for j := range op.Auth {
+				op.Auth[j] = wire.ID{Scheme: r.str(), ID: r.str()}
+			}
+		}
+		op.Body = r.bytes()
+	}
+	if err := r.finish(); err != nil {
+		return Batch{}, fmt.Errorf("%w: %v", ErrMalformedBatch, err)
+	}
+	return b, nil
+}
+
+// AppendTo appends the encoding of the result to dst.
+func (res *BatchResult) AppendTo(dst []byte) []byte {
+	dst = append(dst, codecVersion, byte(res.Status))
+	dst = binary.AppendUvarint(dst, uint64(len(res.Results)))
+	for i := range res.Results {
+		o := &res.Results[i]
+		dst = binary.AppendVarint(dst, int64(o.Err))
+		dst = binary.AppendVarint(dst, o.Zxid)
+		dst = appendBytes(dst, o.Body)
+	}
+	return dst
+}
+
+// DecodeBatchResult decodes a batch result. Bodies alias data. It never panics and rejects
+// trailing bytes.
+func DecodeBatchResult(data []byte) (BatchResult, error) {
+	r := reader{buf: data}
+	var res BatchResult
+	if v := r.byte(); v != codecVersion {
+		return BatchResult{}, fmt.Errorf("%w: version %d", ErrMalformedResult, v)
+	}
+	res.Status = BatchStatus(r.byte())
+	if r.err == nil && (res.Status < BatchApplied || res.Status > BatchOutOfOrder) {
+		return BatchResult{}, fmt.Errorf("%w: status %d", ErrMalformedResult, res.Status)
+	}
+	n := r.count(3)
+	if n > 0 {
+		res.Results = make([]OpResult, n)
+	}
+	for i := 0; i < n && r.err == nil; i++ {
+		o := &res.Results[i]
+		o.Err = wire.Err(r.int32())
+		o.Zxid = r.varint()
+		o.Body = r.bytes()
+	}
+	if err := r.finish(); err != nil {
+		return BatchResult{}, fmt.Errorf("%w: %v", ErrMalformedResult, err)
+	}
+	return res, nil
+}
+
+func appendStr(dst []byte, s string) []byte {
+	dst = binary.AppendUvarint(dst, uint64(len(s)))
+	return append(dst, s...)
+}
+
+func appendBytes(dst []byte, b []byte) []byte {
+	if b == nil {
+		return append(dst, 0)
+	}
+	dst = binary.AppendUvarint(dst, uint64(len(b))+1)
+	return append(dst, b...)
+}
+
+// reader decodes the varint formats of this package with a sticky error.
+type reader struct {
+	buf []byte
+	off int
+	err error
+}
+
+func (r *reader) fail(what string) {
+	if r.err == nil {
+		r.err = fmt.Errorf("bad %s at offset %d of %d", what, r.off, len(r.buf))
+	}
+}
+
+func (r *reader) byte() byte {
+	if r.err != nil || r.off >= len(r.buf) {
+		r.fail("byte")
+		return 0
+	}
+	b := r.buf[r.off]
+	r.off++
+	return b
+}
+
+func (r *reader) uvarint() uint64 {
+	if r.err != nil {
+		return 0
+	}
+	v, n := binary.Uvarint(r.buf[r.off:])
+	if n <= 0 {
+		r.fail("uvarint")
+		return 0
+	}
+	r.off += n
+	return v
+}
+
+func (r *reader) varint() int64 {
+	if r.err != nil {
+		return 0
+	}
+	v, n := binary.Varint(r.buf[r.off:])
+	if n <= 0 {
+		r.fail("varint")
+		return 0
+	}
+	r.off += n
+	return v
+}
+
+func (r *reader) int32() int32 {
+	v := r.varint()
+	if v != int64(int32(v)) {
+		r.fail("int32")
+		return 0
+	}
+	return int32(v)
+}
+
+// count reads an element count and checks that minSize bytes per element remain.
+func (r *reader) count(minSize int) int {
+	v := r.uvarint()
+	if r.err != nil {
+		return 0
+	}
+	if v > uint64(len(r.buf)-r.off)/uint64(minSize) {
+		r.fail("count")
+		return 0
+	}
+	return int(v)
+}
+
+func (r *reader) take(n uint64, what string) []byte {
+	if r.err != nil {
+		return nil
+	}
+	if n > uint64(len(r.buf)-r.off) {
+		r.fail(what)
+		return nil
+	}
+	b := r.buf[r.off : r.off+int(n) : r.off+int(n)]
+	r.off += int(n)
+	return b
+}
+
+func (r *reader) str() string {
+	return string(r.take(r.uvarint(), "string"))
+}
+
+// bytes reads a nil-preserving byte string; the result aliases the input.
+func (r *reader) bytes() []byte {
+	v := r.uvarint()
+	if r.err != nil || v == 0 {
+		return nil
+	}
+	return r.take(v-1, "bytes")
+}
+
+func (r *reader) finish() error {
+	if r.err == nil && r.off != len(r.buf) {
+		r.fail("trailing bytes")
+	}
+	return r.err
+}

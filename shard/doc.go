@@ -1,0 +1,88 @@
+// Package shard is the replicated znode state machine of one subtree of the namespace: one Raft
+// group (a dragonboat on-disk state machine) per shard, with ZooKeeper 3.8's write semantics
+// reproduced exactly — stat fields, the cversion formula, sequential suffixes, ephemerals,
+// containers and TTL nodes, the order in which checks decide which error wins, multi with one
+// zxid and per-op results — plus exactly-once batching, zxid assignment, an ephemeral index,
+// lock-free views for reads, pebble persistence and snapshots.
+//
+// # Who calls what
+//
+//   - The router encodes a Batch (Batch.AppendTo) of client writes and internal ops and proposes
+//     it to the shard's Raft group; it decodes the entry's result with DecodeBatchResult.
+//   - dragonboat drives Machine (NewMachine / CreateFunc): Open, Update, Lookup, Sync,
+//     PrepareSnapshot, SaveSnapshot, RecoverFromSnapshot, Close.
+//   - Machine.Update applies each entry with State.Apply, persists the changes, and calls
+//     Listener.Applied once with the new *View and the entries' events. The listener (the router)
+//     publishes the view to readers and hands the events to the watch hub. The shard publishes
+//     nowhere else; Machine.View and Lookup return the same view.
+//   - The server answers reads from a View (View.Read, GetEphemerals) without locks.
+//   - The session manager proposes OpCloseSession; the leader's expiry scan
+//     (View.ExpiryCandidates) proposes OpDeleteContainer.
+//
+// # Determinism contract
+//
+// State.Apply is a pure function of (state, batch). It reads no clock (times come from
+// Batch.Time, stamped by the proposer: ctime, mtime, TTL expiry, proposer and tombstone
+// expiry all use it), no randomness, and never lets the iteration order of a Go map influence the
+// state, the results or the events. Every replica that applies the same entries from the same
+// state reaches byte-identical state (State.AppendCanonical) and returns identical results.
+// Anything that shapes apply is in StateConfig and must be the same on all replicas.
+// A malformed entry cannot come from Corral's proposers: Update returns ErrMalformedBatch and
+// dragonboat stops the replica (fatal) rather than let replicas diverge.
+//
+// # Zxids
+//
+// A zxid is counter<<8 | tag: tag is the shard's 8-bit Config.Tag, counter a 55-bit hybrid
+// logical clock. Every op of an applied batch consumes one zxid, whether it succeeds or fails (as
+// ZooKeeper logs an error txn); a whole multi, and a closeSession deleting many nodes, use one.
+// For op o of a batch b:
+//
+//	counter = max(prev + 1, b.Time << 12, (o.MinZxid >> 8) + 1)
+//
+// where prev is the counter of the shard's last zxid (State.LastZxid; 0 before any write).
+//   - Unique: within a shard the counter strictly increases; across shards the tags differ (tags
+//     must be unique among the shards of a cluster).
+//   - Increasing per shard: counter > prev, and the tag is constant, so every zxid exceeds every
+//     earlier zxid of the shard, across restarts too (the last zxid is persisted with the applied
+//     index and in snapshots).
+//   - Above what the session has seen: MinZxid is the largest zxid the proposing session has
+//     seen (on any shard). counter >= (MinZxid>>8) + 1 gives zxid >= ((MinZxid>>8)+1)<<8 >
+//     MinZxid. So zxids grow along every session's history, across shards.
+//   - Close to wall time: b.Time<<12 keeps the counters of all shards near the same physical
+//     clock, so zxids of different shards are roughly comparable (4096 logical ticks per ms);
+//     inputs that would overflow 55 bits are ignored instead of wrapping.
+//
+// # Exactly once and in order
+//
+// dragonboat's client sessions are unavailable to on-disk state machines, so Batch carries
+// (Proposer, Seq) and the state keeps per proposer the last applied Seq and the results of its
+// last 32 batches (persisted): Seq == last+1 (or 1 for an unknown proposer) applies; an older Seq
+// returns BatchDuplicate with the cached results or BatchDuplicateUnknown; anything else is
+// BatchOutOfOrder and changes nothing. Proposers silent for 24 h of batch time are forgotten.
+//
+// # In-memory layout
+//
+// The tree is a btree.BTreeG[*node] keyed by the path with '/' replaced by "\x01" (the root is
+// ""), so a node's subtree is one contiguous key range and its children are found by skipping
+// from child to child. Nodes are immutable once published: a change replaces the *node, and a
+// View is three O(1) copy-on-write btree clones (nodes, ephemerals by session, containers and
+// TTL nodes). Identical ACL lists are interned. Ops stage their changes in an overlay (txn) so a
+// multi sees its earlier ops and a failure discards everything.
+//
+// # Pebble layout
+//
+// One pebble DB per replica in Config.Dir/db-<generation>, named by the `current` file:
+//
+//	"mc"                    config (tag, root flag, root), written at creation and checked on open
+//	"ma"                    last applied Raft index (uint64 BE)
+//	"mz"                    last zxid (int64 BE)
+//	"n" + treeKey           node: stat fields, raw ephemeralOwner, stored cversion, child count,
+//	                        data (null kept distinct from empty), ACL
+//	"p" + proposer          proposer's last Seq and batch time
+//	"r" + proposer + seq    cached results of one batch
+//	"t" + session           closed-session tombstone (close time)
+//
+// Each Update writes its changes, "ma" and "mz" in one NoSync pebble batch: the Raft log is the
+// durability point, and dragonboat calls Sync (WAL fsync) before compacting it. Snapshots
+// stream a pebble snapshot; recovery builds a fresh DB directory and swaps `current` atomically.
+package shard

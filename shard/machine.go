@@ -1,0 +1,272 @@
+package shard
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
+
+	"github.com/cockroachdb/pebble"
+	sm "github.com/lni/dragonboat/v4/statemachine"
+)
+
+// Config configures one replica of a shard.
+type Config struct {
+	ShardID uint64
+	// Tag is the low 8 bits of every zxid of the shard (unique among shards; same on replicas).
+	Tag uint8
+	// OwnsRoot: the shard starts with ZooKeeper's initial tree ("/", "/zookeeper", ...).
+	OwnsRoot bool
+	// Root is the subtree the shard serves (recorded; mounting is not implemented).
+	Root string
+	// Dir is the replica's own data directory (pebble DBs and the `current` pointer file).
+	Dir string
+	// ExtendedTypes enables TTL nodes (zookeeper.extendedTypesEnabled).
+	ExtendedTypes bool
+	// Listener receives every published view; may be nil.
+	Listener Listener
+	// Logger; nil means slog.Default().
+	Logger *slog.Logger
+}
+
+func (c *Config) state() StateConfig {
+	return StateConfig{Tag: c.Tag, OwnsRoot: c.OwnsRoot, Root: c.Root, ExtendedTypes: c.ExtendedTypes}
+}
+
+// Listener is told about every state the replica publishes.
+//
+// Applied is called synchronously on dragonboat's apply goroutine: once at the end of every
+// Update, after the pebble batch is committed, with the new view and the events of all the
+// Update's entries in apply order; and once after Open and after RecoverFromSnapshot, with no
+// events. Calls for one shard never overlap. Applied must not block (hand events to a queue):
+// the shard applies nothing while it runs. The view and events are immutable and may be kept.
+type Listener interface {
+	Applied(shardID uint64, v *View, events []Event)
+}
+
+// Machine is one replica of a shard as a dragonboat on-disk state machine
+// (sm.IOnDiskStateMachine). The state lives in memory (State) and in pebble; Update keeps both in
+// step. Concurrency follows dragonboat's contract: Update, Sync, PrepareSnapshot,
+// RecoverFromSnapshot and Close are mutually exclusive; Lookup and SaveSnapshot may run
+// concurrently with them and touch only immutable data (the published view, a pebble snapshot).
+type Machine struct {
+	cfg Config
+	log *slog.Logger
+
+	// Owned by the apply goroutine (Open, Update, Sync, PrepareSnapshot, Recover, Close).
+	db      *pebble.DB
+	gen     int // generation of the current DB directory (db-<gen>)
+	state   *State
+	applied uint64
+
+	view   atomic.Pointer[View]
+	closed atomic.Bool
+}
+
+var _ sm.IOnDiskStateMachine = (*Machine)(nil)
+
+// NewMachine returns a replica; dragonboat calls Open next.
+func NewMachine(cfg Config) *Machine {
+	log := cfg.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	return &Machine{cfg: cfg, log: log.With("shard", cfg.ShardID)}
+}
+
+// CreateFunc adapts a per-replica Config factory to dragonboat's StartOnDiskReplica.
+func CreateFunc(cfg func(shardID, replicaID uint64) Config) sm.CreateOnDiskStateMachineFunc {
+	return func(shardID, replicaID uint64) sm.IOnDiskStateMachine {
+		return NewMachine(cfg(shardID, replicaID))
+	}
+}
+
+// View returns the last published view (nil before Open).
+func (m *Machine) View() *View { return m.view.Load() }
+
+const currentFile = "current"
+
+func dbDirName(gen int) string { return "db-" + strconv.Itoa(gen) }
+
+// Open opens (or creates) the replica's store, loads it into memory, publishes the view and
+// returns the persisted applied index. It removes DB directories left behind by an interrupted
+// RecoverFromSnapshot.
+func (m *Machine) Open(stopc <-chan struct{}) (uint64, error) {
+	if err := os.MkdirAll(m.cfg.Dir, 0o755); err != nil {
+		return 0, fmt.Errorf("shard: %w", err)
+	}
+	gen := 1
+	if b, err := os.ReadFile(filepath.Join(m.cfg.Dir, currentFile)); err == nil {
+		g, err := strconv.Atoi(strings.TrimPrefix(strings.TrimSpace(string(b)), "db-"))
+		if err != nil {
+			return 0, fmt.Errorf("%w: bad %s file %q", ErrCorruptStore, currentFile, b)
+		}
+		gen = g
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return 0, fmt.Errorf("shard: %w", err)
+	} else if err := writeCurrent(m.cfg.Dir, gen); err != nil {
+		return 0, err
+	}
+	if err := removeStaleDBs(m.cfg.Dir, gen); err != nil {
+		return 0, err
+	}
+	select {
+	case <-stopc:
+		return 0, sm.ErrOpenStopped
+	default:
+	}
+	db, err := openDB(filepath.Join(m.cfg.Dir, dbDirName(gen)), m.log)
+	if err != nil {
+		return 0, err
+	}
+	s, applied, found, err := loadState(db, m.cfg.state())
+	if err != nil {
+		db.Close()
+		return 0, err
+	}
+	if !found {
+		s = NewState(m.cfg.state())
+		if err := initStore(db, s); err != nil {
+			db.Close()
+			return 0, err
+		}
+	}
+	s.track = true
+	m.db, m.gen, m.state, m.applied = db, gen, s, applied
+	m.publish(nil)
+	m.log.Debug("shard opened", "dir", m.cfg.Dir, "applied", applied, "zxid", s.LastZxid(), "nodes", s.tree.nodes.Len())
+	return applied, nil
+}
+
+// publish stores a new view and tells the listener.
+func (m *Machine) publish(events []Event) {
+	v := m.state.View(m.cfg.ShardID)
+	m.view.Store(v)
+	if m.cfg.Listener != nil {
+		m.cfg.Listener.Applied(m.cfg.ShardID, v, events)
+	}
+}
+
+// Update applies the entries' batches in order, persists the changes with the last entry's index
+// in one NoSync pebble batch, sets each entry's Result (Value: the BatchStatus, Data: the encoded
+// BatchResult) and publishes the view with all the entries' events.
+//
+// An entry that does not decode as a Batch cannot come from Corral's proposers; Update returns
+// ErrMalformedBatch, which dragonboat treats as fatal (the replica stops rather than diverge).
+func (m *Machine) Update(ents []sm.Entry) ([]sm.Entry, error) {
+	if m.closed.Load() {
+		return nil, ErrClosed
+	}
+	if len(ents) == 0 {
+		return ents, nil
+	}
+	var events []Event
+	for i := range ents {
+		e := &ents[i]
+		if e.Index <= m.applied {
+			return nil, fmt.Errorf("%w: entry %d after %d", ErrIndexRegressed, e.Index, m.applied)
+		}
+		b, err := DecodeBatch(e.Cmd)
+		if err != nil {
+			return nil, fmt.Errorf("shard %d entry %d: %w", m.cfg.ShardID, e.Index, err)
+		}
+		res, evs := m.state.Apply(&b)
+		e.Result = sm.Result{Value: uint64(res.Status), Data: res.AppendTo(nil)}
+		events = append(events, evs...)
+		m.applied = e.Index
+	}
+	wb := m.db.NewBatch()
+	writeChanges(wb, m.state, m.applied)
+	if err := m.db.Apply(wb, pebble.NoSync); err != nil {
+		wb.Close()
+		return nil, fmt.Errorf("shard %d: writing batch: %w", m.cfg.ShardID, err)
+	}
+	wb.Close()
+	m.publish(events)
+	return ents, nil
+}
+
+// Lookup returns the current *View whatever the query (also after Close).
+func (m *Machine) Lookup(query interface{}) (interface{}, error) {
+	v := m.view.Load()
+	if v == nil {
+		return nil, ErrClosed
+	}
+	return v, nil
+}
+
+// Sync fsyncs the pebble WAL, making every applied Update durable.
+func (m *Machine) Sync() error {
+	if m.closed.Load() {
+		return ErrClosed
+	}
+	return m.db.LogData(nil, pebble.Sync)
+}
+
+// Close closes the store. Lookup keeps answering with the last view.
+func (m *Machine) Close() error {
+	if m.closed.Swap(true) {
+		return nil
+	}
+	if m.db == nil {
+		return nil
+	}
+	return m.db.Close()
+}
+
+// writeCurrent atomically points the `current` file at db-<gen>.
+func writeCurrent(dir string, gen int) error {
+	tmp := filepath.Join(dir, currentFile+".tmp")
+	f, err := os.Create(tmp)
+	if err != nil {
+		return fmt.Errorf("shard: %w", err)
+	}
+	if _, err := io.WriteString(f, dbDirName(gen)+"\n"); err != nil {
+		f.Close()
+		return fmt.Errorf("shard: %w", err)
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return fmt.Errorf("shard: %w", err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("shard: %w", err)
+	}
+	if err := os.Rename(tmp, filepath.Join(dir, currentFile)); err != nil {
+		return fmt.Errorf("shard: %w", err)
+	}
+	return syncDir(dir)
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("shard: %w", err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("shard: %w", err)
+	}
+	return nil
+}
+
+// removeStaleDBs deletes every db-* directory except db-<keep>.
+func removeStaleDBs(dir string, keep int) error {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return fmt.Errorf("shard: %w", err)
+	}
+	for _, e := range entries {
+		if e.IsDir() && strings.HasPrefix(e.Name(), "db-") && e.Name() != dbDirName(keep) {
+			if err := os.RemoveAll(filepath.Join(dir, e.Name())); err != nil {
+				return fmt.Errorf("shard: %w", err)
+			}
+		}
+	}
+	return nil
+}
