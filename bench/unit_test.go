@@ -97,7 +97,7 @@ func TestRecommend(t *testing.T) {
 		{Target: "corral", Servers: 3, Shards: 4, AchievedOps: 9600, P99Ms: 19, CapacityOps: 20000}, // within tolerance
 		{Target: "corral", Servers: 3, Shards: 2, AchievedOps: 10000, P99Ms: 25},                    // p99 too high
 		{Target: "corral", Servers: 3, Shards: 8, AchievedOps: 10000, P99Ms: 4, CapacityOps: 50000},
-		{Target: "corral", Servers: 1, Shards: 1, AchievedOps: 10000, P99Ms: 1},                     // below minimum size
+		{Target: "corral", Servers: 1, Shards: 1, AchievedOps: 10000, P99Ms: 1}, // below minimum size
 		{Target: "zookeeper", Servers: 3, Shards: 1, AchievedOps: 7000, P99Ms: 10, CapacityOps: 7100},
 		{Target: "zookeeper", Servers: 5, Shards: 1, AchievedOps: 6000, P99Ms: 30},
 		{Target: "zookeeper", Servers: 7, Shards: 1, Err: "did not start"},
