@@ -1,0 +1,594 @@
+package shard
+
+import (
+	"bufio"
+	"encoding/hex"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/corral/corral/acl"
+	"github.com/corral/corral/wire"
+)
+
+var rewrite = flag.Bool("rewrite", false, "rewrite the expected output of testdata/*.txt transcripts")
+
+// TestTranscripts runs the command transcripts in testdata/*.txt (in the style of etcd-io/raft's
+// datadriven tests): each case is one or more input lines, a "----" line and the expected output
+// up to a blank line. With -rewrite the files are regenerated from the actual output.
+//
+// Commands (PATH positional, options key=value, values may be Go-quoted):
+//
+//	reset [tag=N] [ownsroot=true|false] [extended=true|false]   fresh state
+//	time MS | session ID | auth [ip:ADDR] [digest:USER:PW] [super] [raw:SCHEME:ID]
+//	create PATH [data=S|null] [flags=N] [ttl=N] [op=create|create2|container|ttl] [acl=SPEC]
+//	delete PATH [version=N] | set PATH [data=S] [version=N] | setacl PATH acl=SPEC [version=N]
+//	check PATH [version=N] | deletecontainer PATH [version=N] | closesession ID
+//	rawop code=N [body=HEX]
+//	multi (then one sub-op per line: create/delete/set/check, as above)
+//	stat PATH | get PATH | exists PATH | ls PATH | ls2 PATH | getacl PATH | count PATH
+//	ephemerals SESSION [PREFIX] | expiry now=MS [max=N] | tree
+//	seedcversion PATH to=N   (test only: overwrite a stored cversion)
+//
+// ACL SPEC: comma-separated SCHEME:ID:PERMS (PERMS letters of "cdrwa" or a number; ID may contain
+// ':'), or open, read, creator, null. "digestpw:USER:PW:PERMS" is the digest id of USER:PW.
+// Zxids print as z<counter> (z<counter>.<tag> when the tag is not 0).
+func TestTranscripts(t *testing.T) {
+	files, err := filepath.Glob("testdata/*.txt")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no transcripts: %v", err)
+	}
+	for _, file := range files {
+		t.Run(strings.TrimSuffix(filepath.Base(file), ".txt"), func(t *testing.T) {
+			runTranscript(t, file)
+		})
+	}
+}
+
+type tcase struct {
+	pre    []string // comments and blank lines before the case
+	input  []string
+	output []string
+	line   int
+}
+
+func parseTranscript(t *testing.T, file string) (cases []tcase, tail []string) {
+	f, err := os.Open(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	var cur tcase
+	state := 0 // 0: between cases, 1: input, 2: output
+	ln := 0
+	for sc.Scan() {
+		ln++
+		l := sc.Text()
+		switch state {
+		case 0:
+			if strings.TrimSpace(l) == "" || strings.HasPrefix(l, "#") {
+				cur.pre = append(cur.pre, l)
+				continue
+			}
+			cur.input, cur.line, state = []string{l}, ln, 1
+		case 1:
+			if l == "----" {
+				state = 2
+				continue
+			}
+			cur.input = append(cur.input, l)
+		case 2:
+			if strings.TrimSpace(l) == "" {
+				cases = append(cases, cur)
+				cur, state = tcase{}, 0
+				continue
+			}
+			cur.output = append(cur.output, l)
+		}
+	}
+	switch state {
+	case 1:
+		t.Fatalf("%s:%d: case without ----", file, cur.line)
+	case 2:
+		cases = append(cases, cur)
+		cur = tcase{}
+	}
+	return cases, cur.pre
+}
+
+func runTranscript(t *testing.T, file string) {
+	cases, tail := parseTranscript(t, file)
+	h := newHarness()
+	var out strings.Builder
+	for i := range cases {
+		c := &cases[i]
+		got := h.run(c.input)
+		for _, l := range c.pre {
+			out.WriteString(l + "\n")
+		}
+		for _, l := range c.input {
+			out.WriteString(l + "\n")
+		}
+		out.WriteString("----\n")
+		for _, l := range got {
+			out.WriteString(l + "\n")
+		}
+		out.WriteString("\n")
+		if !*rewrite && strings.Join(got, "\n") != strings.Join(c.output, "\n") {
+			t.Errorf("%s:%d: %s\ngot:\n%s\nwant:\n%s", file, c.line, strings.Join(c.input, " | "),
+				strings.Join(got, "\n"), strings.Join(c.output, "\n"))
+		}
+	}
+	for _, l := range tail {
+		out.WriteString(l + "\n")
+	}
+	if *rewrite {
+		s := strings.TrimRight(out.String(), "\n") + "\n"
+		if err := os.WriteFile(file, []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// harness applies transcript commands to a State.
+type harness struct {
+	s       *State
+	seq     uint64
+	time    int64
+	session int64
+	auth    []wire.ID
+}
+
+func newHarness() *harness {
+	h := &harness{}
+	h.reset(StateConfig{OwnsRoot: true, ExtendedTypes: true, Root: "/"})
+	return h
+}
+
+func (h *harness) reset(cfg StateConfig) {
+	h.s = NewState(cfg)
+	h.seq, h.time, h.session, h.auth = 0, 0, 0, nil
+}
+
+// args is a parsed command line.
+type args struct {
+	cmd  string
+	pos  []string
+	opts map[string]string
+}
+
+func tokenize(line string) []string {
+	var toks []string
+	var b strings.Builder
+	inQuote, esc, have := false, false, false
+	for _, r := range line {
+		switch {
+		case esc:
+			b.WriteRune(r)
+			esc = false
+		case inQuote && r == '\\':
+			b.WriteRune(r)
+			esc = true
+		case r == '"':
+			b.WriteRune(r)
+			inQuote = !inQuote
+			have = true
+		case !inQuote && (r == ' ' || r == '\t'):
+			if have {
+				toks = append(toks, b.String())
+				b.Reset()
+				have = false
+			}
+		default:
+			b.WriteRune(r)
+			have = true
+		}
+	}
+	if have {
+		toks = append(toks, b.String())
+	}
+	return toks
+}
+
+func unquote(s string) string {
+	if strings.HasPrefix(s, `"`) {
+		if u, err := strconv.Unquote(s); err == nil {
+			return u
+		}
+	}
+	return s
+}
+
+func parseArgs(line string) args {
+	toks := tokenize(line)
+	a := args{opts: map[string]string{}}
+	if len(toks) == 0 {
+		return a
+	}
+	a.cmd = toks[0]
+	for _, tok := range toks[1:] {
+		if k, v, ok := strings.Cut(tok, "="); ok && !strings.HasPrefix(tok, "/") && !strings.HasPrefix(tok, `"`) {
+			a.opts[k] = unquote(v)
+		} else {
+			a.pos = append(a.pos, unquote(tok))
+		}
+	}
+	return a
+}
+
+func (a args) path() string {
+	if len(a.pos) == 0 {
+		return ""
+	}
+	return a.pos[0]
+}
+
+func (a args) int(key string, def int64) int64 {
+	v, ok := a.opts[key]
+	if !ok {
+		return def
+	}
+	n, err := strconv.ParseInt(v, 0, 64)
+	if err != nil {
+		panic(fmt.Sprintf("bad %s=%q", key, v))
+	}
+	return n
+}
+
+func (a args) data(key string) []byte {
+	v, ok := a.opts[key]
+	if !ok || v == "null" {
+		return nil
+	}
+	return []byte(v)
+}
+
+func parsePerms(s string) int32 {
+	if n, err := strconv.Atoi(s); err == nil {
+		return int32(n)
+	}
+	var p int32
+	for _, c := range s {
+		switch c {
+		case 'c':
+			p |= wire.PermCreate
+		case 'd':
+			p |= wire.PermDelete
+		case 'r':
+			p |= wire.PermRead
+		case 'w':
+			p |= wire.PermWrite
+		case 'a':
+			p |= wire.PermAdmin
+		}
+	}
+	return p
+}
+
+func parseACL(spec string) []wire.ACL {
+	switch spec {
+	case "", "open":
+		return wire.OpenACLUnsafe
+	case "read":
+		return wire.ReadACLUnsafe
+	case "creator":
+		return wire.CreatorAllACL
+	case "null":
+		return nil
+	}
+	out := []wire.ACL{}
+	for _, e := range strings.Split(spec, ",") {
+		first := strings.Index(e, ":")
+		last := strings.LastIndex(e, ":")
+		if first < 0 || first == last {
+			panic("bad acl entry " + e)
+		}
+		scheme, id, perms := e[:first], e[first+1:last], e[last+1:]
+		if scheme == "digestpw" {
+			scheme, id = "digest", acl.Digest(id)
+		}
+		out = append(out, wire.ACL{Perms: parsePerms(perms), ID: wire.ID{Scheme: scheme, ID: id}})
+	}
+	return out
+}
+
+var permLetters = "cdrwa"
+
+func formatPerms(p int32) string {
+	var b strings.Builder
+	for i, bit := range []int32{wire.PermCreate, wire.PermDelete, wire.PermRead, wire.PermWrite, wire.PermAdmin} {
+		if p&bit != 0 {
+			b.WriteByte(permLetters[i])
+		}
+	}
+	if rest := p &^ wire.PermAll; rest != 0 {
+		fmt.Fprintf(&b, "+%d", rest)
+	}
+	return b.String()
+}
+
+func formatACL(acls []wire.ACL) string {
+	if acls == nil {
+		return "null"
+	}
+	parts := make([]string, len(acls))
+	for i, a := range acls {
+		parts[i] = fmt.Sprintf("%s:%s:%s", a.ID.Scheme, a.ID.ID, formatPerms(a.Perms))
+	}
+	return "[" + strings.Join(parts, ",") + "]"
+}
+
+func fz(z int64) string {
+	if z == 0 {
+		return "0"
+	}
+	if ZxidTag(z) == 0 {
+		return fmt.Sprintf("z%d", ZxidCounter(z))
+	}
+	return fmt.Sprintf("z%d.%d", ZxidCounter(z), ZxidTag(z))
+}
+
+func formatStat(s wire.Stat) string {
+	return fmt.Sprintf("czxid=%s mzxid=%s pzxid=%s ctime=%d mtime=%d version=%d cversion=%d aversion=%d owner=%#x len=%d children=%d",
+		fz(s.Czxid), fz(s.Mzxid), fz(s.Pzxid), s.Ctime, s.Mtime, s.Version, s.Cversion, s.Aversion, uint64(s.EphemeralOwner), s.DataLength, s.NumChildren)
+}
+
+func formatData(d []byte) string {
+	if d == nil {
+		return "null"
+	}
+	return strconv.Quote(string(d))
+}
+
+var eventNames = map[wire.EventType]string{
+	wire.EventNodeCreated: "NodeCreated", wire.EventNodeDeleted: "NodeDeleted",
+	wire.EventNodeDataChanged: "NodeDataChanged", wire.EventNodeChildrenChanged: "NodeChildrenChanged",
+}
+
+// subOp builds the op code and body of a write command.
+func subOp(a args) (wire.OpCode, wire.Record) {
+	switch a.cmd {
+	case "create":
+		code := wire.OpCreate
+		switch a.opts["op"] {
+		case "create2":
+			code = wire.OpCreate2
+		case "container":
+			code = wire.OpCreateContainer
+		case "ttl":
+			code = wire.OpCreateTTL
+		}
+		acls := parseACL(a.opts["acl"])
+		flags := int32(a.int("flags", 0))
+		if code == wire.OpCreateTTL {
+			return code, &wire.CreateTTLRequest{Path: a.path(), Data: a.data("data"), ACL: acls, Flags: flags, TTL: a.int("ttl", -1)}
+		}
+		return code, &wire.CreateRequest{Path: a.path(), Data: a.data("data"), ACL: acls, Flags: flags}
+	case "delete":
+		return wire.OpDelete, &wire.DeleteRequest{Path: a.path(), Version: int32(a.int("version", -1))}
+	case "deletecontainer":
+		return wire.OpDeleteContainer, &wire.DeleteRequest{Path: a.path(), Version: int32(a.int("version", -1))}
+	case "set":
+		return wire.OpSetData, &wire.SetDataRequest{Path: a.path(), Data: a.data("data"), Version: int32(a.int("version", -1))}
+	case "setacl":
+		return wire.OpSetACL, &wire.SetACLRequest{Path: a.path(), ACL: parseACL(a.opts["acl"]), Version: int32(a.int("version", -1))}
+	case "check":
+		return wire.OpCheck, &wire.CheckVersionRequest{Path: a.path(), Version: int32(a.int("version", -1))}
+	}
+	panic("unknown write command " + a.cmd)
+}
+
+func (h *harness) apply(op Op) []string {
+	h.seq++
+	op.Auth = h.auth
+	if op.Session == 0 {
+		op.Session = h.session
+	}
+	// Exercise the codec on the way: the batch goes through its encoding, as in the Raft log.
+	b := Batch{Proposer: 1, Seq: h.seq, Time: h.time, Ops: []Op{op}}
+	dec, err := DecodeBatch(b.AppendTo(nil))
+	if err != nil {
+		panic(err)
+	}
+	res, events := h.s.Apply(&dec)
+	if res.Status != BatchApplied || len(res.Results) != 1 {
+		return []string{fmt.Sprintf("batch status %d", res.Status)}
+	}
+	r := res.Results[0]
+	out := []string{fmt.Sprintf("%s %s", fz(r.Zxid), r.Err.String())}
+	out = append(out, formatBody(op.Code, r)...)
+	for _, e := range events {
+		l := fmt.Sprintf("event %s %s", eventNames[e.Type], e.Path)
+		if e.Zxid != r.Zxid {
+			l += " zxid=" + fz(e.Zxid)
+		}
+		out = append(out, l)
+	}
+	return out
+}
+
+func formatBody(code wire.OpCode, r OpResult) []string {
+	if r.Body == nil {
+		return nil
+	}
+	d := wire.NewDecoder(r.Body)
+	switch code {
+	case wire.OpCreate:
+		var resp wire.CreateResponse
+		resp.Decode(d)
+		return []string{"path=" + resp.Path}
+	case wire.OpCreate2, wire.OpCreateContainer, wire.OpCreateTTL:
+		var resp wire.Create2Response
+		resp.Decode(d)
+		return []string{"path=" + resp.Path, "  " + formatStat(resp.Stat)}
+	case wire.OpSetData, wire.OpSetACL:
+		var resp wire.SetDataResponse
+		resp.Decode(d)
+		return []string{"  " + formatStat(resp.Stat)}
+	case wire.OpMulti:
+		var resp wire.MultiResponse
+		if err := resp.Decode(d); err != nil {
+			return []string{"bad multi response: " + err.Error()}
+		}
+		var out []string
+		for _, mr := range resp.Results {
+			l := fmt.Sprintf("  result op=%d err=%s", mr.Op, mr.Err)
+			switch mr.Op {
+			case wire.OpCreate:
+				l += " path=" + mr.Path
+			case wire.OpCreate2:
+				l += " path=" + mr.Path + " " + formatStat(mr.Stat)
+			case wire.OpSetData:
+				l += " " + formatStat(mr.Stat)
+			}
+			out = append(out, l)
+		}
+		return out
+	}
+	return []string{"body=" + hex.EncodeToString(r.Body)}
+}
+
+func (h *harness) run(input []string) (out []string) {
+	defer func() {
+		if r := recover(); r != nil {
+			out = []string{fmt.Sprintf("harness error: %v", r)}
+		}
+	}()
+	a := parseArgs(input[0])
+	v := h.s.View(0)
+	read := func(code wire.OpCode, req wire.Record) (wire.Record, []string) {
+		err, resp := v.Read(code, req, h.auth)
+		if err != wire.ErrOK {
+			return nil, []string{err.String()}
+		}
+		return resp, nil
+	}
+	switch a.cmd {
+	case "reset":
+		h.reset(StateConfig{Tag: uint8(a.int("tag", 0)), OwnsRoot: a.opts["ownsroot"] != "false",
+			ExtendedTypes: a.opts["extended"] != "false", Root: "/"})
+		return nil
+	case "time":
+		h.time, _ = strconv.ParseInt(a.path(), 0, 64)
+		return nil
+	case "session":
+		h.session, _ = strconv.ParseInt(a.path(), 0, 64)
+		return nil
+	case "auth":
+		h.auth = nil
+		for _, p := range a.pos {
+			scheme, rest, _ := strings.Cut(p, ":")
+			switch scheme {
+			case "digest":
+				h.auth = append(h.auth, wire.ID{Scheme: "digest", ID: acl.Digest(rest)})
+			case "super":
+				h.auth = append(h.auth, wire.ID{Scheme: "super"})
+			case "raw":
+				s, id, _ := strings.Cut(rest, ":")
+				h.auth = append(h.auth, wire.ID{Scheme: s, ID: id})
+			default:
+				h.auth = append(h.auth, wire.ID{Scheme: scheme, ID: rest})
+			}
+		}
+		return nil
+	case "create", "delete", "set", "setacl", "check", "deletecontainer":
+		code, rec := subOp(a)
+		return h.apply(Op{Code: code, Body: encode(rec), MinZxid: a.int("minzxid", 0)})
+	case "seedcversion":
+		// test-only: set a node's stored cversion directly (to reach the int32 limit)
+		key, _ := keyOf(a.path())
+		n := h.s.tree.get(key).clone()
+		n.cversion = int32(a.int("to", 0))
+		h.s.tree.put(n)
+		return nil
+	case "closesession":
+		id, _ := strconv.ParseInt(a.path(), 0, 64)
+		return h.apply(Op{Code: wire.OpCloseSession, Session: id})
+	case "rawop":
+		body, _ := hex.DecodeString(a.opts["body"])
+		return h.apply(Op{Code: wire.OpCode(a.int("code", 0)), Body: body})
+	case "multi":
+		var m wire.MultiRequest
+		for _, l := range input[1:] {
+			sa := parseArgs(l)
+			code, rec := subOp(sa)
+			op := wire.MultiOp{Op: code}
+			switch r := rec.(type) {
+			case *wire.CreateRequest:
+				op.Create = r
+			case *wire.CreateTTLRequest:
+				op.CreateTTL = r
+			case *wire.DeleteRequest:
+				op.Delete = r
+			case *wire.SetDataRequest:
+				op.SetData = r
+			case *wire.CheckVersionRequest:
+				op.Check = r
+			}
+			m.Ops = append(m.Ops, op)
+		}
+		return h.apply(Op{Code: wire.OpMulti, Body: encode(&m)})
+	case "stat", "exists":
+		resp, errOut := read(wire.OpExists, &wire.ExistsRequest{Path: a.path()})
+		if errOut != nil {
+			return errOut
+		}
+		return []string{formatStat(resp.(*wire.ExistsResponse).Stat)}
+	case "get":
+		resp, errOut := read(wire.OpGetData, &wire.GetDataRequest{Path: a.path()})
+		if errOut != nil {
+			return errOut
+		}
+		r := resp.(*wire.GetDataResponse)
+		return []string{"data=" + formatData(r.Data), formatStat(r.Stat)}
+	case "ls":
+		resp, errOut := read(wire.OpGetChildren, &wire.GetChildrenRequest{Path: a.path()})
+		if errOut != nil {
+			return errOut
+		}
+		return []string{fmt.Sprintf("%q", resp.(*wire.GetChildrenResponse).Children)}
+	case "ls2":
+		resp, errOut := read(wire.OpGetChildren2, &wire.GetChildrenRequest{Path: a.path()})
+		if errOut != nil {
+			return errOut
+		}
+		r := resp.(*wire.GetChildren2Response)
+		return []string{fmt.Sprintf("%q", r.Children), formatStat(r.Stat)}
+	case "getacl":
+		resp, errOut := read(wire.OpGetACL, &wire.GetACLRequest{Path: a.path()})
+		if errOut != nil {
+			return errOut
+		}
+		r := resp.(*wire.GetACLResponse)
+		return []string{formatACL(r.ACL), formatStat(r.Stat)}
+	case "count":
+		resp, errOut := read(wire.OpGetAllChildrenNumber, &wire.GetAllChildrenNumberRequest{Path: a.path()})
+		if errOut != nil {
+			return errOut
+		}
+		return []string{strconv.Itoa(int(resp.(*wire.GetAllChildrenNumberResponse).TotalNumber))}
+	case "ephemerals":
+		id, _ := strconv.ParseInt(a.path(), 0, 64)
+		prefix := ""
+		if len(a.pos) > 1 {
+			prefix = a.pos[1]
+		}
+		_, resp := v.GetEphemerals(id, &wire.GetEphemeralsRequest{PrefixPath: prefix})
+		return []string{fmt.Sprintf("%q", resp.(*wire.GetEphemeralsResponse).Ephemerals)}
+	case "expiry":
+		return []string{fmt.Sprintf("%q", v.ExpiryCandidates(a.int("now", 0), int(a.int("max", 100))))}
+	case "tree":
+		v.Walk("/", func(path string, n NodeInfo) bool {
+			out = append(out, fmt.Sprintf("%s data=%s acl=%s", path, formatData(n.Data()), formatACL(n.ACL())))
+			out = append(out, "  "+formatStat(n.Stat()))
+			return true
+		})
+		return out
+	}
+	return []string{"unknown command " + a.cmd}
+}
