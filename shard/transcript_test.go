@@ -437,7 +437,7 @@ func formatBody(code wire.OpCode, r OpResult) []string {
 		}
 		var out []string
 		for _, mr := range resp.Results {
-			l := fmt.Sprintf("  result op=%d err=%s", mr.Op, mr.Err)
+			l := fmt.Sprintf("  result op=%d err=%s", mr.Op, mr.Err.String())
 			switch mr.Op {
 			case wire.OpCreate:
 				l += " path=" + mr.Path
