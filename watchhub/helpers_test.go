@@ -103,10 +103,10 @@ func checkInvariants(t testing.TB, h *Hub) {
 		for _, l := range s.free {
 			free[l] = true
 		}
-		for local := range s.slots {
-			ps := &s.slots[local]
+		for local := uint32(0); local < s.nslots; local++ {
+			ps := s.slot(local)
 			if ps.path == "" {
-				if !free[uint32(local)] {
+				if !free[local] {
 					t.Errorf("stripe %d slot %d empty but not free", si, local)
 				}
 				if ps.small != nil || ps.big != nil {
@@ -114,10 +114,13 @@ func checkInvariants(t testing.TB, h *Hub) {
 				}
 				continue
 			}
-			if free[uint32(local)] {
+			if free[local] {
 				t.Errorf("stripe %d slot %d (%s) in use and free", si, local, ps.path)
 			}
-			if got, ok := s.index[ps.path]; !ok || got != uint32(local) {
+			if ps.tag != tagOf(h.hash(ps.path)) {
+				t.Errorf("path %s has tag %x, want %x", ps.path, ps.tag, tagOf(h.hash(ps.path)))
+			}
+			if got, ok := s.find(h.hash(ps.path), ps.path); !ok || got != local {
 				t.Errorf("index[%s] = %d,%v want %d", ps.path, got, ok, local)
 			}
 			if int(h.hash(ps.path)&stripeMask) != si {
@@ -142,7 +145,7 @@ func checkInvariants(t testing.TB, h *Hub) {
 				if reverse[ws] == nil {
 					reverse[ws] = map[uint32]bool{}
 				}
-				reverse[ws][pathID(si, uint32(local))] = true
+				reverse[ws][pathID(si, local)] = true
 				if m.data() != modeNone {
 					pd++
 					nData[ws]++
@@ -168,8 +171,17 @@ func checkInvariants(t testing.TB, h *Hub) {
 				recPaths[ps.path] = true
 			}
 		}
-		if len(s.index)+len(s.free) != len(s.slots) {
-			t.Errorf("stripe %d: %d indexed + %d free != %d slots", si, len(s.index), len(s.free), len(s.slots))
+		if s.index.n+len(s.free) != int(s.nslots) {
+			t.Errorf("stripe %d: %d indexed + %d free != %d slots", si, s.index.n, len(s.free), s.nslots)
+		}
+		var buckets int
+		for _, b := range s.index.buckets {
+			if b != 0 {
+				buckets++
+			}
+		}
+		if buckets != s.index.n {
+			t.Errorf("stripe %d: %d full buckets, index says %d", si, buckets, s.index.n)
 		}
 		if dataRefs != s.dataRefs || childRefs != s.childRefs || dataPaths != s.dataPaths {
 			t.Errorf("stripe %d counters %d/%d/%d, want %d/%d/%d", si, s.dataRefs, s.childRefs, s.dataPaths,
@@ -238,7 +250,7 @@ func checkEmpty(t testing.TB, h *Hub) {
 		t.Errorf("Connections() = %d, want 0", n)
 	}
 	for i := range h.stripes {
-		if n := len(h.stripes[i].index); n != 0 {
+		if n := h.stripes[i].index.n; n != 0 {
 			t.Errorf("stripe %d still indexes %d paths", i, n)
 		}
 		if n := len(h.rec[i].roots); n != 0 {

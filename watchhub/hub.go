@@ -74,7 +74,6 @@ func New(opts Options) *Hub {
 		h.check = acl.Check
 	}
 	for i := range h.stripes {
-		h.stripes[i].index = make(map[string]uint32)
 		h.rec[i].roots = make(map[string]struct{})
 	}
 	empty := []*slotChunk{}
@@ -109,7 +108,8 @@ func (h *Hub) add(w Watcher, path string, t table, md mode) {
 
 // addTo sets ws's mode for path in table(s) t, unless ws is being removed.
 func (h *Hub) addTo(ws *wstate, path string, t table, md mode) {
-	si := int(h.hash(path) & stripeMask)
+	hv := h.hash(path)
+	si := int(hv & stripeMask)
 	s := &h.stripes[si]
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -118,11 +118,11 @@ func (h *Hub) addTo(ws *wstate, path string, t table, md mode) {
 	if ws.mu.dead {
 		return
 	}
-	local, ok := s.index[path]
+	local, ok := s.find(hv, path)
 	if !ok {
-		local = h.newPath(s, path)
+		local = newPath(s, hv, path)
 	}
-	ps := &s.slots[local]
+	ps := s.slot(local)
 	old := ps.get(ws.slot)
 	nm := old.with(t, md)
 	if nm == old {
@@ -135,32 +135,37 @@ func (h *Hub) addTo(ws *wstate, path string, t table, md mode) {
 	}
 }
 
-// newPath interns path in stripe s and returns its local slot. s.mu is held.
-func (h *Hub) newPath(s *stripe, path string) uint32 {
+// newPath interns path, whose hash is hv, in stripe s and returns its local slot. s.mu is held.
+func newPath(s *stripe, hv uint64, path string) uint32 {
 	path = strings.Clone(path) // never pin the caller's request buffer
 	var local uint32
 	if n := len(s.free); n > 0 {
 		local = s.free[n-1]
 		s.free = s.free[:n-1]
 	} else {
-		if len(s.slots) > maxLocal {
+		if s.nslots > maxLocal {
 			panic("watchhub: too many watched paths")
 		}
-		local = uint32(len(s.slots))
-		s.slots = append(s.slots, pathSlot{})
+		local = s.nslots
+		s.nslots++
+		if int(local>>pathChunkBits) == len(s.chunks) {
+			s.chunks = append(s.chunks, new(pathChunk))
+		}
 	}
-	s.slots[local].path = path
-	s.index[path] = local
+	ps := s.slot(local)
+	ps.path = path
+	ps.tag = tagOf(hv)
+	s.insert(ps.tag, local)
 	return local
 }
 
 // dropPathIfEmpty releases a path slot that no longer has entries. s.mu is held.
 func dropPathIfEmpty(s *stripe, local uint32) {
-	ps := &s.slots[local]
+	ps := s.slot(local)
 	if ps.len() != 0 {
 		return
 	}
-	delete(s.index, ps.path)
+	s.delete(ps.tag, local)
 	*ps = pathSlot{}
 	s.free = append(s.free, local)
 }
@@ -257,15 +262,16 @@ func (h *Hub) Remove(w Watcher, path string, watcherType int32) bool {
 	if ws == nil {
 		return false
 	}
-	si := int(h.hash(path) & stripeMask)
+	hv := h.hash(path)
+	si := int(hv & stripeMask)
 	s := &h.stripes[si]
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	local, ok := s.index[path]
+	local, ok := s.find(hv, path)
 	if !ok {
 		return false
 	}
-	ps := &s.slots[local]
+	ps := s.slot(local)
 	old := ps.get(ws.slot)
 	nm := old.with(t, modeNone)
 	if nm == old {
@@ -290,14 +296,15 @@ func (h *Hub) Has(w Watcher, path string, watcherType int32) bool {
 	if t == 0 {
 		return false
 	}
-	s := &h.stripes[h.hash(path)&stripeMask]
+	hv := h.hash(path)
+	s := &h.stripes[hv&stripeMask]
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	local, ok := s.index[path]
+	local, ok := s.find(hv, path)
 	if !ok {
 		return false
 	}
-	ps := &s.slots[local]
+	ps := s.slot(local)
 	return (t&tData != 0 && ps.nData > 0) || (t&tChild != 0 && ps.nChild > 0)
 }
 
@@ -309,14 +316,15 @@ func (h *Hub) HasOwn(w Watcher, path string, watcherType int32) bool {
 	if t == 0 || ws == nil {
 		return false
 	}
-	s := &h.stripes[h.hash(path)&stripeMask]
+	hv := h.hash(path)
+	s := &h.stripes[hv&stripeMask]
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	local, ok := s.index[path]
+	local, ok := s.find(hv, path)
 	if !ok {
 		return false
 	}
-	m := s.slots[local].get(ws.slot)
+	m := s.slot(local).get(ws.slot)
 	return (t&tData != 0 && m.data() != modeNone) || (t&tChild != 0 && m.child() != modeNone)
 }
 
@@ -339,8 +347,8 @@ func (h *Hub) RemoveWatcher(w Watcher) {
 		local := pid >> stripeBits
 		s := &h.stripes[si]
 		s.mu.Lock()
-		if int(local) < len(s.slots) {
-			ps := &s.slots[local]
+		if local < s.nslots {
+			ps := s.slot(local)
 			if old := ps.get(ws.slot); old != 0 {
 				ps.set(ws.slot, 0)
 				h.account(si, ps, ws, old, 0)

@@ -309,8 +309,8 @@ func TestPathInterning(t *testing.T) {
 	copy(buf, "/XXXXXXXX")                                 // the request buffer is reused
 	h.AddData(&fakeConn{id: 2}, "/interned")
 	s := &h.stripes[h.hash("/interned")&stripeMask]
-	local, ok := s.index["/interned"]
-	if len(s.index) != 1 || !ok || s.slots[local].len() != 2 || s.slots[local].path != "/interned" {
-		t.Fatalf("expected one interned path /interned with two watchers, have %v", s.index)
+	local, ok := s.find(h.hash("/interned"), "/interned")
+	if s.index.n != 1 || !ok || s.slot(local).len() != 2 || s.slot(local).path != "/interned" {
+		t.Fatalf("expected one interned path /interned with two watchers, have %d", s.index.n)
 	}
 }

@@ -79,8 +79,8 @@ func (h *Hub) walk(fn func(path string, ws *wstate, m modes)) {
 	for i := range h.stripes {
 		s := &h.stripes[i]
 		s.mu.Lock()
-		for j := range s.slots {
-			ps := &s.slots[j]
+		for j := uint32(0); j < s.nslots; j++ {
+			ps := s.slot(j)
 			if ps.path == "" {
 				continue
 			}

@@ -57,6 +57,7 @@ type pathSlot struct {
 	nData  uint32 // entries whose data mode is set
 	nChild uint32 // entries whose child mode is set
 	nRec   uint32 // entries with a recursive mode in either table
+	tag    uint32 // upper half of the path's hash, its key in the stripe's index
 }
 
 func (p *pathSlot) len() int {
@@ -142,15 +143,30 @@ func (p *pathSlot) delSmall(i int) {
 // stripe is one lock stripe of the path table. A path lives in the stripe chosen by its hash; a
 // path id is local<<stripeBits | stripe index.
 type stripe struct {
-	mu    sync.Mutex
-	index map[string]uint32 // interned path -> local slot
-	slots []pathSlot        // local slot -> path; a slot with path == "" is free
-	free  []uint32
+	mu     sync.Mutex
+	index  pathIndex    // interned path -> local slot
+	chunks []*pathChunk // local slot -> path; a slot with path == "" is free
+	nslots uint32       // slots ever allocated (the high-water mark)
+	free   []uint32
 
 	dataRefs  int // entries with a data mode: ZooKeeper's dataWatches.size()
 	childRefs int // entries with a child mode: childWatches.size()
 	dataPaths int // paths with nData > 0: the paths of dataWatches' watchTable
-	_         [40]byte
+	_         [32]byte
+}
+
+// pathChunk is a fixed block of path slots. Chunks never move, so the table grows without copying
+// (and without the spare capacity of a growing slice) under the stripe lock.
+type pathChunk [pathChunkSize]pathSlot
+
+const (
+	pathChunkBits = 6
+	pathChunkSize = 1 << pathChunkBits
+)
+
+// slot returns the path slot with the given local number, which must be below s.nslots.
+func (s *stripe) slot(local uint32) *pathSlot {
+	return &s.chunks[local>>pathChunkBits][local&(pathChunkSize-1)]
 }
 
 // recStripe holds the roots of recursive watches that hash to the same stripe index, so that a

@@ -81,7 +81,7 @@ func (h *Hub) collect(path string, typ wire.EventType, t table, out []*wstate) [
 		_, ok := r.roots[p]
 		r.mu.RUnlock()
 		if ok {
-			out = h.collectRecursive(p, int(hv&stripeMask), t, out)
+			out = h.collectRecursive(p, hv, t, out)
 		}
 	}
 	if len(out) > atPath && len(out) > 1 {
@@ -92,15 +92,16 @@ func (h *Hub) collect(path string, typ wire.EventType, t table, out []*wstate) [
 
 // collectAt matches the entries on the changed path itself.
 func (h *Hub) collectAt(path string, typ wire.EventType, t table, out []*wstate) []*wstate {
-	si := int(h.hash(path) & stripeMask)
+	hv := h.hash(path)
+	si := int(hv & stripeMask)
 	s := &h.stripes[si]
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	local, ok := s.index[path]
+	local, ok := s.find(hv, path)
 	if !ok {
 		return out
 	}
-	ps := &s.slots[local]
+	ps := s.slot(local)
 	pid := pathID(si, local)
 	if ps.big != nil {
 		for slot, m := range ps.big {
@@ -186,15 +187,15 @@ func match(m modes, typ wire.EventType, t table) (modes, bool) {
 }
 
 // collectRecursive matches the recursive entries on an ancestor of the changed path.
-func (h *Hub) collectRecursive(p string, si int, t table, out []*wstate) []*wstate {
-	s := &h.stripes[si]
+func (h *Hub) collectRecursive(p string, hv uint64, t table, out []*wstate) []*wstate {
+	s := &h.stripes[hv&stripeMask]
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	local, ok := s.index[p]
-	if !ok || s.slots[local].nRec == 0 {
+	local, ok := s.find(hv, p)
+	if !ok || s.slot(local).nRec == 0 {
 		return out
 	}
-	ps := &s.slots[local]
+	ps := s.slot(local)
 	hit := func(m modes) bool {
 		return (t&tData != 0 && m.data() == modeRecursive) ||
 			(t&tChild != 0 && m.child() == modeRecursive)

@@ -383,7 +383,7 @@ func TestManyWatchersOnePath(t *testing.T) {
 	if got := h.Count(); got != n {
 		t.Fatalf("Count() = %d, want %d", got, n)
 	}
-	if h.stripes[h.hash("/hot")&stripeMask].slots[0].big == nil {
+	if h.stripes[h.hash("/hot")&stripeMask].slot(0).big == nil {
 		t.Fatalf("expected the map representation")
 	}
 	h.Trigger(evs("DataChanged /hot"))
@@ -402,7 +402,7 @@ func TestManyWatchersOnePath(t *testing.T) {
 		}
 		checkInvariants(t, h)
 	}
-	ps := &h.stripes[h.hash("/hot")&stripeMask].slots[0]
+	ps := h.stripes[h.hash("/hot")&stripeMask].slot(0)
 	if ps.big != nil || len(ps.small) != 5 {
 		t.Fatalf("expected a 5-entry slice, got big=%d small=%d", len(ps.big), len(ps.small))
 	}
