@@ -1,0 +1,176 @@
+package bench
+
+import (
+	"bytes"
+	"image/color"
+	"math"
+	"sort"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/plotutil"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+)
+
+// series is one curve of a figure.
+type series struct {
+	name   string
+	target string // colours: one hue family per target
+	xs, ys []float64
+	points bool // draw glyphs at the data points
+	dashed bool
+}
+
+// mark is a vertical line with a short label (failover events).
+type mark struct {
+	x      float64
+	label  string
+	target string
+}
+
+// hline is a horizontal reference line (a target rate, a ZooKeeper reference).
+type hline struct {
+	y      float64
+	label  string
+	target string
+}
+
+// figure is a line chart in the shape of the paper's figures.
+type figure struct {
+	title, xlabel, ylabel string
+	series                []series
+	marks                 []mark
+	hlines                []hline
+	xmin, xmax            *float64
+	width, height         vg.Length
+}
+
+// targetColor gives each target a hue and each of its series a shade: ZooKeeper in oranges,
+// Corral in blues, anything else from plotutil's palette.
+func targetColor(target string, i int) color.Color {
+	shade := uint8(min(i*45, 135))
+	switch target {
+	case "zookeeper":
+		return color.RGBA{R: 230 - shade/2, G: 110 + shade/3, B: shade / 3, A: 255}
+	case "corral":
+		return color.RGBA{R: shade / 3, G: 90 + shade/2, B: 200 - shade/3, A: 255}
+	}
+	return plotutil.Color(i)
+}
+
+// render draws the figure as PNG.
+func (f figure) render() ([]byte, error) {
+	p := plot.New()
+	p.Title.Text = f.title
+	p.X.Label.Text = f.xlabel
+	p.Y.Label.Text = f.ylabel
+	p.Add(plotter.NewGrid())
+	p.Legend.Top = true
+	p.Legend.Left = true
+	p.Y.Min = 0
+	ymax := 0.0
+	shadeOf := map[string]int{}
+	for _, s := range f.series {
+		xys := make(plotter.XYs, len(s.xs))
+		for i := range s.xs {
+			xys[i].X, xys[i].Y = s.xs[i], s.ys[i]
+			ymax = math.Max(ymax, s.ys[i])
+		}
+		if len(xys) == 0 {
+			continue
+		}
+		col := targetColor(s.target, shadeOf[s.target])
+		shadeOf[s.target]++
+		l, err := plotter.NewLine(xys)
+		if err != nil {
+			return nil, err
+		}
+		l.Color = col
+		l.Width = vg.Points(1.5)
+		if s.dashed {
+			l.Dashes = []vg.Length{vg.Points(6), vg.Points(3)}
+		}
+		p.Add(l)
+		if s.points {
+			sc, err := plotter.NewScatter(xys)
+			if err != nil {
+				return nil, err
+			}
+			sc.Color = col
+			sc.Shape = draw.CircleGlyph{}
+			sc.Radius = vg.Points(2.5)
+			p.Add(sc)
+			p.Legend.Add(s.name, l, sc)
+		} else {
+			p.Legend.Add(s.name, l)
+		}
+	}
+	for _, h := range f.hlines {
+		ymax = math.Max(ymax, h.y)
+	}
+	top := ymax * 1.12
+	if top <= 0 {
+		top = 1
+	}
+	p.Y.Max = top
+	if f.xmin != nil {
+		p.X.Min = *f.xmin
+	}
+	if f.xmax != nil {
+		p.X.Max = *f.xmax
+	}
+	for i, h := range f.hlines {
+		l, err := plotter.NewLine(plotter.XYs{{X: p.X.Min, Y: h.y}, {X: p.X.Max, Y: h.y}})
+		if err != nil {
+			return nil, err
+		}
+		l.Color = targetColor(h.target, 3+i)
+		l.Dashes = []vg.Length{vg.Points(2), vg.Points(3)}
+		p.Add(l)
+		p.Legend.Add(h.label, l)
+	}
+	// Event marks: a dotted vertical line each, labels staggered so neighbours stay legible.
+	sort.SliceStable(f.marks, func(i, j int) bool { return f.marks[i].x < f.marks[j].x })
+	for i, m := range f.marks {
+		l, err := plotter.NewLine(plotter.XYs{{X: m.x, Y: 0}, {X: m.x, Y: top * 0.97}})
+		if err != nil {
+			return nil, err
+		}
+		l.Color = targetColor(m.target, 2)
+		l.Dashes = []vg.Length{vg.Points(1), vg.Points(2)}
+		p.Add(l)
+		lb, err := plotter.NewLabels(plotter.XYLabels{
+			XYs:    plotter.XYs{{X: m.x, Y: top * (0.93 - 0.05*float64(i%3))}},
+			Labels: []string{m.label},
+		})
+		if err != nil {
+			return nil, err
+		}
+		p.Add(lb)
+	}
+	w, h := f.width, f.height
+	if w == 0 {
+		w, h = 9*vg.Inch, 5*vg.Inch
+	}
+	wt, err := p.WriterTo(w, h, "png")
+	if err != nil {
+		return nil, err
+	}
+	var buf bytes.Buffer
+	if _, err := wt.WriteTo(&buf); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// writePlot renders f into the run's directory.
+func (e *env) writePlot(name string, f figure) error {
+	b, err := f.render()
+	if err != nil {
+		return err
+	}
+	return e.writeFile(name, b)
+}
+
+func fptr(v float64) *float64 { return &v }
