@@ -73,7 +73,7 @@ var defaults = map[string]flagDefault{
 
 // experiment-specific defaults that differ from the table above.
 var expDefaults = map[string]map[string]flagDefault{
-	"failover": {"duration": {"30s", "10s"}, "warmup": {"0s", "0s"}},
+	"failover": {"duration": {"30s", "10s"}, "warmup": {"3s", "2s"}},
 	"create":   {"sizes": {"3", "1"}, "outstanding": {"1", "1"}},
 	"barrier":  {"sizes": {"3", "1"}},
 	"shards":   {"sizes": {"3", "1"}},
