@@ -15,10 +15,10 @@ func TestPathIndex(t *testing.T) {
 		ref := map[string]uint32{} // path -> local
 		tags := map[string]uint32{}
 		var names []string
-		for i := 0; i < 600; i++ {
+		for i := 0; i < 300; i++ {
 			names = append(names, "/p"+strconv.Itoa(i))
 		}
-		for step := 0; step < 20000; step++ {
+		for step := 0; step < 8000; step++ {
 			p := names[rng.IntN(len(names))]
 			if local, ok := ref[p]; ok && rng.IntN(2) == 0 {
 				ps := s.slot(local)
@@ -35,7 +35,7 @@ func TestPathIndex(t *testing.T) {
 				local := newPath(&s, uint64(tag)<<32, p)
 				ref[p] = local
 			}
-			if step%97 == 0 || step > 19900 {
+			if step%97 == 0 || step > 7950 {
 				for _, q := range names {
 					want, in := ref[q]
 					got, ok := s.find(uint64(tags[q])<<32, q)

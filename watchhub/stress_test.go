@@ -22,7 +22,7 @@ func TestConcurrentStress(t *testing.T) {
 		oneShot     = 24 // watchers with only one-shot watches
 		registrars  = 4
 		churners    = 2
-		triggerRuns = 1500
+		triggerRuns = 3000
 	)
 	h := New(Options{})
 	var paths [shards][]string
