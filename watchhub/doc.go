@@ -71,13 +71,29 @@
 //     the lookup and the re-arming.
 //   - RemoveWatcher after the connection's last registration: see its documentation.
 //
+// # Removal, checks and introspection (also 3.8 as it is)
+//
+//   - Remove (removeWatches) drops the entry of the named table(s) whatever its mode: WatcherData
+//     on a persistent watch leaves its child half armed; WatcherAny removes it entirely.
+//   - Has (checkWatches) reports whether the table holds any watch on the path, from any
+//     connection, as 3.8's containsWatcher does; HasOwn is the per-connection check of 3.9.
+//   - Count, Paths, Connections, ByWatcher and ByPath describe the data table only, as wchs, wchc
+//     and wchp do; WatchCount is mntr's watch_count (both tables). Unlike ZooKeeper, Connections
+//     stops counting a connection whose last watch has fired.
+//
+// TestAgainstApacheZooKeeper runs these rules side by side with a real ZooKeeper 3.8 server.
+//
 // # Concurrency and layout
 //
 // Paths are interned and striped by hash over 256 stripes, each with its own mutex, so
-// registrations and triggers on different paths rarely contend. A path's entries are packed
-// words (watcher slot<<8 | modes) in a slice, or a map once more than 16 watchers share the path;
-// neither holds Go pointers. Each watcher keeps a reverse index of path ids for RemoveWatcher.
-// Recursive watch roots sit in a separate striped table: a trigger walks the ancestors of the
-// changed path and looks each up there (only when some recursive watch exists at all), so
-// recursive matching never scans the watch table. Lock order: see Hub.
+// registrations and triggers on different paths rarely contend. Within a stripe an
+// open-addressing index maps the path's hash to a slot in fixed-size chunks; a slot holds the
+// path's entries as packed words (watcher slot<<8 | modes) in a slice, or in a map once more than
+// 16 watchers share the path. None of this holds Go pointers, so the collector does not scan the
+// entries. Each watcher keeps a reverse index of path ids, which makes RemoveWatcher O(its
+// watches). Recursive watch roots sit in a separate striped table: a trigger walks the ancestors
+// of the changed path and looks each one up there (only while some recursive watch exists), so
+// recursive matching never scans the watch table. Measured: about 40 bytes per watch when paths
+// are shared by several watchers, about 140 when every watch has its own path (path bytes
+// included); see BenchmarkMemory. Lock order: see Hub.
 package watchhub

@@ -35,16 +35,16 @@ type Options struct {
 
 // Hub is the per-server watch registry. All methods are safe for concurrent use.
 //
-// Lock order (a goroutine holds at most one lock of each row, and takes them top to bottom):
+// Lock order: a goroutine takes these top to bottom and never the other way round.
 //
-//	registry.byID[i]  (watcher id -> state; released before anything below is taken)
-//	stripe.mu         (path table stripe; one at a time)
-//	wstate.mu         (a watcher's reverse index and dead flag)
-//	recStripe.mu      (recursive roots)
-//	registry.slab     (slot allocation)
+//	registry.byID[i]  watcher id -> state (only around the lookup; slab is taken inside it)
+//	stripe.mu         one path stripe at a time
+//	wstate.mu         a watcher's reverse index and dead flag
+//	recStripe.mu      recursive roots (written under stripe.mu; triggers read it holding nothing)
+//	registry.slab     watcher slot allocation
 //
-// Triggers read recStripe.mu without holding a stripe lock and then take stripe.mu; they never
-// hold both. No hub lock is held while Watcher methods are called.
+// No hub lock is held while Watcher methods are called, so a Watcher may call back
+// into the Hub.
 type Hub struct {
 	check ACLCheck
 	seed  maphash.Seed
@@ -86,7 +86,9 @@ func (h *Hub) hash(path string) uint64 { return maphash.String(h.seed, path) }
 
 // AddData registers a standard (one-shot) data watch: getData with watch, and exists with watch
 // whether or not the node exists. Like ZooKeeper 3.8 it replaces whatever mode w had in the data
-// table for path, including a persistent or recursive one.
+// table for path, including a persistent or recursive one. (Which reads register is the caller's
+// call: ZooKeeper registers getData's and getChildren's watches only after NONODE and the READ
+// check passed, exists' watch before NONODE and its READ check only on an existing node.)
 func (h *Hub) AddData(w Watcher, path string) { h.add(w, path, tData, modeStandard) }
 
 // AddChild registers a standard (one-shot) child watch (getChildren with watch). It replaces the
