@@ -3,6 +3,8 @@ package difftest
 import (
 	"fmt"
 	"math/rand/v2"
+	"sort"
+	"strings"
 	"time"
 )
 
@@ -21,16 +23,128 @@ var (
 // closes that delete ephemerals. The same (seed, n) always gives the same
 // script; reports print both.
 func RandomScript(seed int64, n int) Script {
-	g := &gen{r: rand.New(rand.NewPCG(uint64(seed), 0x636f7272616c))}
+	g := &gen{r: rand.New(rand.NewPCG(uint64(seed), 0x636f7272616c)), live: map[string]int{"/": -1}}
 	steps := make([]Step, 0, n)
 	for len(steps) < n {
-		steps = append(steps, g.step())
+		st := g.step()
+		g.apply(st)
+		steps = append(steps, st)
 	}
 	return Script{Name: fmt.Sprintf("random-%d", seed), Seed: seed, Steps: steps}
 }
 
+// gen keeps a rough model of which nodes probably exist (live: path →
+// owning client for ephemerals, -1 for the rest), built from the steps it
+// generated as if they all succeeded. It only steers path choice towards
+// existing nodes, so that fewer steps end in NONODE; results are never
+// predicted.
 type gen struct {
-	r *rand.Rand
+	r    *rand.Rand
+	live map[string]int
+}
+
+func parentOf(p string) string {
+	i := strings.LastIndexByte(p, '/')
+	if i <= 0 {
+		return "/"
+	}
+	return p[:i]
+}
+
+func depth(p string) int {
+	if p == "/" {
+		return 0
+	}
+	return strings.Count(p, "/")
+}
+
+// livePath picks a node of the model in a reproducible order.
+func (g *gen) livePath(allowRoot bool) (string, bool) {
+	paths := make([]string, 0, len(g.live))
+	for p := range g.live {
+		if p != "/" || allowRoot {
+			paths = append(paths, p)
+		}
+	}
+	if len(paths) == 0 {
+		return "", false
+	}
+	sort.Strings(paths)
+	return paths[g.r.IntN(len(paths))], true
+}
+
+func (g *gen) hasChildren(p string) bool {
+	for q := range g.live {
+		if q != p && parentOf(q) == p {
+			return true
+		}
+	}
+	return false
+}
+
+// apply updates the model with a generated step.
+func (g *gen) apply(st Step) {
+	switch st.Op {
+	case OpCreate:
+		if st.Flags == 2 || st.Flags == 3 || st.Flags == 6 || !validScriptPath(st.Path) {
+			return
+		}
+		if st.Flags == 5 && st.TTL <= 0 {
+			return
+		}
+		if _, ok := g.live[parentOf(st.Path)]; !ok {
+			return
+		}
+		if owner, ok := g.live[parentOf(st.Path)]; ok && owner >= 0 {
+			return // child of an ephemeral
+		}
+		if _, ok := g.live[st.Path]; ok {
+			return
+		}
+		if aclBlocksCreate(st.ACL) {
+			return
+		}
+		owner := -1
+		if st.Flags == 1 {
+			owner = st.Client
+		}
+		g.live[st.Path] = owner
+	case OpDelete:
+		if st.Version == -1 && st.Path != "/" && !g.hasChildren(st.Path) {
+			delete(g.live, st.Path)
+		}
+	case OpCloseSession:
+		for p, owner := range g.live {
+			if owner == st.Client {
+				delete(g.live, p)
+			}
+		}
+	}
+}
+
+func validScriptPath(p string) bool {
+	for _, b := range randBad {
+		if p == b {
+			return false
+		}
+	}
+	return strings.HasPrefix(p, "/")
+}
+
+// aclBlocksCreate reports ACL choices that make the create fail.
+func aclBlocksCreate(acl []ACL) bool {
+	if acl == nil {
+		return false
+	}
+	if len(acl) == 0 {
+		return true
+	}
+	for _, a := range acl {
+		if a.Scheme == "auth" || (a.Scheme == "digest" && !strings.Contains(a.ID, ":")) {
+			return true
+		}
+	}
+	return false
 }
 
 func (g *gen) pct(p int) bool { return g.r.IntN(100) < p }
@@ -48,6 +162,11 @@ func (g *gen) client() int {
 // sequential name that earlier creates may have produced, the root, or an
 // invalid path.
 func (g *gen) path(allowRoot bool) string {
+	if g.pct(55) {
+		if p, ok := g.livePath(allowRoot); ok {
+			return p
+		}
+	}
 	switch n := g.r.IntN(100); {
 	case n < 72:
 		return pick(g, randNodes)
@@ -135,6 +254,17 @@ func (g *gen) create(c int) Step {
 		flags = 6
 	}
 	p := g.path(false)
+	if g.pct(60) {
+		// A new child of a node that probably exists.
+		if parent, ok := g.livePath(true); ok && depth(parent) < 3 {
+			name := pick(g, []string{"a", "b", "c"})
+			if parent == "/" {
+				name = pick(g, []string{"d", "e"})
+				parent = ""
+			}
+			p = parent + "/" + name
+		}
+	}
 	if flags == 2 || flags == 3 || flags == 6 {
 		if g.pct(80) {
 			p = pick(g, randSeqs)
@@ -175,15 +305,15 @@ func (g *gen) step() Step {
 	case n < 34:
 		return Step{Op: OpDelete, Client: c, Path: g.path(false), Version: g.version()}
 	case n < 42:
-		return Step{Op: OpExists, Client: c, Path: g.path(true), Watch: g.pct(40)}
+		return Step{Op: OpExists, Client: c, Path: g.path(true), Watch: g.pct(60)}
 	case n < 50:
-		return Step{Op: OpGetData, Client: c, Path: g.path(true), Watch: g.pct(40)}
+		return Step{Op: OpGetData, Client: c, Path: g.path(true), Watch: g.pct(60)}
 	case n < 60:
 		return Step{Op: OpSetData, Client: c, Path: g.path(false), Data: g.data(), Version: g.version()}
 	case n < 64:
-		return Step{Op: OpGetChildren, Client: c, Path: g.path(true), Watch: g.pct(40)}
+		return Step{Op: OpGetChildren, Client: c, Path: g.path(true), Watch: g.pct(60)}
 	case n < 68:
-		return Step{Op: OpGetChildren2, Client: c, Path: g.path(true), Watch: g.pct(40)}
+		return Step{Op: OpGetChildren2, Client: c, Path: g.path(true), Watch: g.pct(60)}
 	case n < 71:
 		return Step{Op: OpGetACL, Client: c, Path: g.path(true)}
 	case n < 74:
