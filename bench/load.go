@@ -245,6 +245,11 @@ func RunLoad(ctx context.Context, w Workload, prog *Progress) (*LoadResult, erro
 		go func() { defer bg.Done(); wk.supervise(runCtx) }()
 	}
 	if w.Rate > 0 {
+		for _, wk := range lr.workers {
+			wk.mu.Lock()
+			wk.mu.free = append(wk.mu.free[:0], wk.slots...)
+			wk.mu.Unlock()
+		}
 		bg.Add(1)
 		go func() { defer bg.Done(); lr.pace(runCtx) }()
 	} else {
