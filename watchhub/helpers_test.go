@@ -250,8 +250,9 @@ func checkEmpty(t testing.TB, h *Hub) {
 		t.Errorf("Connections() = %d, want 0", n)
 	}
 	for i := range h.stripes {
-		if n := h.stripes[i].index.n; n != 0 {
-			t.Errorf("stripe %d still indexes %d paths", i, n)
+		if s := &h.stripes[i]; s.index.n != 0 || s.chunks != nil || s.index.buckets != nil {
+			t.Errorf("stripe %d still indexes %d paths (%d chunks, %d buckets)", i, s.index.n, len(s.chunks),
+				len(s.index.buckets))
 		}
 		if n := len(h.rec[i].roots); n != 0 {
 			t.Errorf("recursive stripe %d still has %d roots", i, n)

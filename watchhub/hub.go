@@ -134,6 +134,7 @@ func (h *Hub) addTo(ws *wstate, path string, t table, md mode) {
 	h.account(si, ps, ws, old, nm)
 	if old == 0 {
 		ws.mu.paths[pathID(si, local)] = struct{}{}
+		ws.mu.peak = max(ws.mu.peak, len(ws.mu.paths))
 	}
 }
 
@@ -169,6 +170,11 @@ func dropPathIfEmpty(s *stripe, local uint32) {
 	}
 	s.delete(ps.tag, local)
 	*ps = pathSlot{}
+	if s.index.n == 0 {
+		// The stripe is empty: give back its chunks rather than keep the high-water mark.
+		s.chunks, s.nslots, s.free = nil, 0, nil
+		return
+	}
 	s.free = append(s.free, local)
 }
 
@@ -234,6 +240,10 @@ func unlinkReverse(ws *wstate, pid uint32) {
 	ws.mu.Lock()
 	if !ws.mu.dead {
 		delete(ws.mu.paths, pid)
+		if len(ws.mu.paths) == 0 && ws.mu.peak > 64 {
+			ws.mu.paths = make(map[uint32]struct{}) // Go maps never shrink
+			ws.mu.peak = 0
+		}
 	}
 	ws.mu.Unlock()
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"testing"
 	"unsafe"
 
@@ -313,4 +314,38 @@ func TestPathInterning(t *testing.T) {
 	if s.index.n != 1 || !ok || s.slot(local).len() != 2 || s.slot(local).path != "/interned" {
 		t.Fatalf("expected one interned path /interned with two watchers, have %d", s.index.n)
 	}
+}
+
+// TestMemoryGivenBack checks that emptied structures do not keep their high-water size.
+func TestMemoryGivenBack(t *testing.T) {
+	h := New(Options{})
+	w := &fakeConn{id: 1}
+	var events []string
+	for i := 0; i < 5000; i++ {
+		p := "/m/" + strconv.Itoa(i)
+		h.AddData(w, p)
+		events = append(events, "DataChanged "+p)
+	}
+	keep := &fakeConn{id: 2}
+	h.AddChild(keep, "/keep")
+	ws := h.reg.get(1)
+	h.Trigger(evs(events...))
+	if got := len(w.take()); got != 5000 {
+		t.Fatalf("%d events, want 5000", got)
+	}
+	ws.mu.Lock()
+	peak, n := ws.mu.peak, len(ws.mu.paths)
+	ws.mu.Unlock()
+	if peak != 0 || n != 0 {
+		t.Errorf("reverse index not reallocated: peak %d len %d", peak, n)
+	}
+	var chunks, buckets int
+	for i := range h.stripes {
+		chunks += len(h.stripes[i].chunks)
+		buckets += len(h.stripes[i].index.buckets)
+	}
+	if chunks != 1 || buckets != minBuckets {
+		t.Errorf("%d chunks and %d index buckets kept for one path", chunks, buckets)
+	}
+	checkInvariants(t, h)
 }

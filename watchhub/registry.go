@@ -20,6 +20,7 @@ type wstate struct {
 		sync.Mutex
 		dead  bool                // RemoveWatcher has started: registrations are ignored
 		paths map[uint32]struct{} // ids of the paths with an entry for this watcher
+		peak  int                 // largest len(paths) since paths was allocated
 	}
 }
 
