@@ -1,0 +1,147 @@
+package router
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/corral/corral/shard"
+	"github.com/corral/corral/wire"
+)
+
+// fakeRaft applies batches to a real shard.State and injects the failures a Raft group can
+// produce: a proposal dropped before it is appended, an entry applied but its result lost (the
+// proposer sees a timeout), and entries reaching apply out of order.
+type fakeRaft struct {
+	mu      sync.Mutex
+	st      *shard.State
+	rng     *rand.Rand
+	dropP   float64
+	lostP   float64
+	delayP  float64
+	applied []string // paths created, in apply order
+}
+
+func (f *fakeRaft) propose(ctx context.Context, cmd []byte) ([]byte, error) {
+	f.mu.Lock()
+	r1, r2, r3 := f.rng.Float64(), f.rng.Float64(), f.rng.Float64()
+	f.mu.Unlock()
+	if r1 < f.dropP {
+		return nil, fmt.Errorf("%w: dropped", ErrRetryable)
+	}
+	if r3 < f.delayP {
+		time.Sleep(time.Millisecond) // lets later batches overtake this one
+	}
+	b, err := shard.DecodeBatch(cmd)
+	if err != nil {
+		return nil, err
+	}
+	f.mu.Lock()
+	res, _ := f.st.Apply(&b)
+	if res.Status == shard.BatchApplied {
+		for i, op := range b.Ops {
+			if res.Results[i].Err == wire.ErrOK {
+				var cr wire.CreateRequest
+				cr.Decode(wire.NewDecoder(op.Body))
+				f.applied = append(f.applied, cr.Path)
+			}
+		}
+	}
+	f.mu.Unlock()
+	if r2 < f.lostP {
+		return nil, errors.New("timeout") // applied, but the proposer does not know
+	}
+	return res.AppendTo(nil), nil
+}
+
+func createOp(path string) shard.Op {
+	e := wire.NewEncoder(nil)
+	(&wire.CreateRequest{Path: path, ACL: wire.OpenACLUnsafe}).Encode(e)
+	return shard.Op{Session: 1, Code: wire.OpCreate, Body: e.Bytes()}
+}
+
+// TestProposerExactlyOnceInOrder: under drops, lost results and reordering, every request is
+// applied exactly once, in submission order, and completes with its own result.
+func TestProposerExactlyOnceInOrder(t *testing.T) {
+	for seed := int64(1); seed <= 5; seed++ {
+		f := &fakeRaft{st: shard.NewState(shard.StateConfig{Tag: 1, OwnsRoot: true}), rng: rand.New(rand.NewSource(seed)),
+			dropP: 0.2, lostP: 0.1, delayP: 0.3}
+		p := NewProposer(2, f.propose, ProposerOptions{MaxBatchOps: 7, MaxInFlight: 4})
+		const n = 400
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		var unknown int
+		for i := 0; i < n; i++ {
+			wg.Add(1)
+			path := fmt.Sprintf("/n%04d", i)
+			p.Submit(&Request{Op: createOp(path), Done: func(res shard.OpResult, err error) {
+				defer wg.Done()
+				if errors.Is(err, ErrOutcomeUnknown) {
+					mu.Lock()
+					unknown++
+					mu.Unlock()
+					return
+				}
+				if err != nil || res.Err != wire.ErrOK {
+					t.Errorf("seed %d: %s: %v %v", seed, path, res.Err, err)
+				}
+			}})
+		}
+		wg.Wait()
+		p.Stop()
+		if len(f.applied) != n {
+			t.Fatalf("seed %d: applied %d creates, want %d", seed, len(f.applied), n)
+		}
+		for i, path := range f.applied {
+			if want := fmt.Sprintf("/n%04d", i); path != want {
+				t.Fatalf("seed %d: apply #%d is %s, want %s (submission order broken)", seed, i, path, want)
+			}
+		}
+		if unknown > 0 {
+			t.Fatalf("seed %d: %d requests reported unknown outcomes although results were cached", seed, unknown)
+		}
+	}
+}
+
+func TestProposerStopFailsQueued(t *testing.T) {
+	block := make(chan struct{})
+	p := NewProposer(2, func(ctx context.Context, cmd []byte) ([]byte, error) {
+		select {
+		case <-block:
+		case <-ctx.Done():
+		}
+		return nil, ErrStopped
+	}, ProposerOptions{})
+	errs := make(chan error, 3)
+	for i := 0; i < 3; i++ {
+		p.Submit(&Request{Op: createOp("/x"), Done: func(_ shard.OpResult, err error) { errs <- err }})
+	}
+	p.Stop()
+	for i := 0; i < 3; i++ {
+		if err := <-errs; !errors.Is(err, ErrStopped) {
+			t.Fatalf("got %v, want ErrStopped", err)
+		}
+	}
+	p.Submit(&Request{Op: createOp("/y"), Done: func(_ shard.OpResult, err error) { errs <- err }})
+	if err := <-errs; !errors.Is(err, ErrStopped) {
+		t.Fatalf("after stop: %v", err)
+	}
+	close(block)
+}
+
+func TestLookupLongestMount(t *testing.T) {
+	r := New([]uint64{2, 3, 4}, []uint8{1, 2, 3}, nil)
+	r.SetMounts([]Mount{{"/", 2}, {"/kafka", 3}, {"/kafka/brokers", 4}})
+	for _, tc := range []struct {
+		path string
+		want uint64
+	}{{"/", 2}, {"/kafka", 3}, {"/kafka/x", 3}, {"/kafkaesque", 2}, {"/kafka/brokers", 4}, {"/kafka/brokers/1", 4}, {"/zookeeper", 2}} {
+		if got := r.Lookup(tc.path).ID; got != tc.want {
+			t.Errorf("Lookup(%q) = %d, want %d", tc.path, got, tc.want)
+		}
+	}
+}
