@@ -60,11 +60,17 @@ func (h *Hub) Trigger(events []shard.Event) {
 		}
 		h.ctr.delivered.Add(delivered)
 		h.ctr.filtered.Add(filtered)
+		clear(buf) // drop the references; only what this event used
 	}
-	clear(buf[:cap(buf)])
-	*bufp = buf[:0]
-	h.scratch.Put(bufp)
+	if cap(buf) <= maxPooledScratch {
+		*bufp = buf[:0]
+		h.scratch.Put(bufp)
+	}
 }
+
+// maxPooledScratch bounds the scratch buffers kept for reuse; a trigger with a larger fan-out
+// allocates its own.
+const maxPooledScratch = 4096
 
 // collect appends to out the watchers matched by an event of type typ on path in table(s) t,
 // each once, and consumes the matched standard entries.
