@@ -1,0 +1,317 @@
+package shard
+
+import (
+	"bytes"
+	"errors"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"reflect"
+	"sync"
+	"testing"
+
+	sm "github.com/lni/dragonboat/v4/statemachine"
+
+	"github.com/corral/corral/wire"
+)
+
+// recorder is a Listener that keeps every call.
+type recorder struct {
+	mu    sync.Mutex
+	calls []recorded
+}
+
+type recorded struct {
+	v      *View
+	events []Event
+}
+
+func (r *recorder) Applied(shardID uint64, v *View, events []Event) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.calls = append(r.calls, recorded{v, events})
+}
+
+func (r *recorder) last() recorded {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.calls[len(r.calls)-1]
+}
+
+var quiet = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+
+func testConfig(dir string, l Listener) Config {
+	return Config{ShardID: 3, Tag: 5, OwnsRoot: true, Root: "/", Dir: dir, ExtendedTypes: true, Listener: l, Logger: quiet}
+}
+
+func openMachine(t *testing.T, cfg Config) (*Machine, uint64) {
+	t.Helper()
+	m := NewMachine(cfg)
+	idx, err := m.Open(make(chan struct{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m, idx
+}
+
+// entries encodes batches as consecutive Raft entries starting at index.
+func entries(index uint64, bs ...*Batch) []sm.Entry {
+	out := make([]sm.Entry, len(bs))
+	for i, b := range bs {
+		out[i] = sm.Entry{Index: index + uint64(i), Cmd: b.AppendTo(nil)}
+	}
+	return out
+}
+
+func update(t *testing.T, m *Machine, ents []sm.Entry) []BatchResult {
+	t.Helper()
+	out, err := m.Update(ents)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := make([]BatchResult, len(out))
+	for i, e := range out {
+		r, err := DecodeBatchResult(e.Result.Data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e.Result.Value != uint64(r.Status) {
+			t.Fatalf("Result.Value %d, status %d", e.Result.Value, r.Status)
+		}
+		res[i] = r
+	}
+	return res
+}
+
+func canonical(m *Machine) []byte { return m.state.AppendCanonical(nil) }
+
+// workload applies a mix of writes through the machine, starting at Raft index idx and
+// proposer seq seq.
+func workload(t *testing.T, m *Machine, idx, seq uint64, time int64) {
+	t.Helper()
+	eph := opCreate("/app/e-", []byte("x"), wire.FlagEphemeralSequential)
+	eph.Session = 0x77
+	cont := Op{Code: wire.OpCreateContainer, Body: encode(&wire.CreateRequest{Path: "/c", ACL: wire.OpenACLUnsafe})}
+	res := update(t, m, entries(idx,
+		batch(9, seq, time, opCreate("/app", []byte{}, 0), eph, cont, opCreate("/c/k", nil, 0)),
+		batch(9, seq+1, time+1, opSet("/app", []byte("v1"), 0), opDelete("/c/k", -1), opCreate("/app", nil, 0)),
+		batch(9, seq+1, time+1), // a retry
+		batch(10, 1, time+2, Op{Code: wire.OpCloseSession, Session: 0x66}),
+	))
+	if res[0].Status != BatchApplied || res[2].Status != BatchDuplicate || !reflect.DeepEqual(res[1].Results, res[2].Results) {
+		t.Fatalf("workload results: %+v", res)
+	}
+}
+
+func TestMachineReopen(t *testing.T) {
+	dir := t.TempDir()
+	rec := &recorder{}
+	m, idx := openMachine(t, testConfig(dir, rec))
+	if idx != 0 {
+		t.Fatalf("fresh machine at index %d", idx)
+	}
+	if len(rec.calls) != 1 || rec.calls[0].events != nil || rec.calls[0].v.Len() != 4 {
+		t.Fatalf("Open must publish the initial view once: %+v", rec.calls)
+	}
+	workload(t, m, 1, 1, 1_000)
+	last := rec.last()
+	if last.v != m.View() || len(last.events) == 0 || last.v.Zxid() != m.state.LastZxid() {
+		t.Fatalf("Update must publish its view and events")
+	}
+	if v, _ := m.Lookup(nil); v != m.View() {
+		t.Fatal("Lookup must return the current view")
+	}
+	before := canonical(m)
+	zxid := m.state.LastZxid()
+	if err := m.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if v, err := m.Lookup(nil); err != nil || v == nil {
+		t.Fatal("Lookup after Close must still answer")
+	}
+
+	m2, idx := openMachine(t, testConfig(dir, nil))
+	defer m2.Close()
+	if idx != 4 {
+		t.Fatalf("reopened at index %d, want 4", idx)
+	}
+	if !bytes.Equal(canonical(m2), before) {
+		t.Fatal("state differs after reopen")
+	}
+	n, ok := m2.View().Get("/app")
+	if !ok || string(n.Data()) != "v1" || m2.View().Zxid() != zxid {
+		t.Fatalf("view after reopen: %v %q", ok, n.Data())
+	}
+	if got := m2.View().Ephemerals(0x77, ""); len(got) != 1 {
+		t.Fatalf("ephemeral index not rebuilt: %q", got)
+	}
+	if got := m2.View().ExpiryCandidates(1<<40, 10); !reflect.DeepEqual(got, []string{"/c"}) {
+		t.Fatalf("expiry index not rebuilt: %q", got)
+	}
+	// exactly-once survives the restart: the retry of seq 2 gets the cached results
+	res := update(t, m2, entries(5, batch(9, 2, 0), batch(9, 3, 0, opCreate("/after", nil, 0))))
+	if res[0].Status != BatchDuplicate || res[1].Status != BatchApplied {
+		t.Fatalf("after reopen: %+v", res)
+	}
+	if res[1].Results[0].Zxid <= zxid {
+		t.Fatalf("zxid went back after reopen: %x <= %x", res[1].Results[0].Zxid, zxid)
+	}
+	// index regression is refused
+	if _, err := m2.Update(entries(6, batch(9, 4, 0))); !errors.Is(err, ErrIndexRegressed) {
+		t.Fatalf("regressed index: %v", err)
+	}
+}
+
+func TestMachineSnapshot(t *testing.T) {
+	rec := &recorder{}
+	m, _ := openMachine(t, testConfig(t.TempDir(), rec))
+	defer m.Close()
+	workload(t, m, 1, 1, 1_000)
+	ctx, err := m.PrepareSnapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := canonical(m)
+	// Updates after PrepareSnapshot are not in the snapshot.
+	update(t, m, entries(5, batch(9, 3, 2_000, opCreate("/later", nil, 0))))
+	var buf bytes.Buffer
+	if err := m.SaveSnapshot(ctx, &buf, make(chan struct{})); err != nil {
+		t.Fatal(err)
+	}
+	snap := buf.Bytes()
+
+	// a second save of the same state is byte-identical
+	ctx2, _ := m.PrepareSnapshot()
+	var buf2 bytes.Buffer
+	if err := m.SaveSnapshot(ctx2, &buf2, nil); err != nil {
+		t.Fatal(err)
+	}
+	ctx3, _ := m.PrepareSnapshot()
+	var buf3 bytes.Buffer
+	m.SaveSnapshot(ctx3, &buf3, nil)
+	if !bytes.Equal(buf2.Bytes(), buf3.Bytes()) {
+		t.Fatal("snapshot stream not deterministic")
+	}
+
+	// recover into a fresh replica
+	dir := t.TempDir()
+	rec2 := &recorder{}
+	r, _ := openMachine(t, testConfig(dir, rec2))
+	update(t, r, entries(1, batch(4, 1, 0, opCreate("/junk", nil, 0)))) // replaced by the snapshot
+	if err := r.RecoverFromSnapshot(bytes.NewReader(snap), make(chan struct{})); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(canonical(r), want) {
+		t.Fatal("recovered state differs")
+	}
+	if r.applied != 4 || rec2.last().v != r.View() || rec2.last().events != nil {
+		t.Fatalf("recover: applied %d, published %v", r.applied, rec2.last().v == r.View())
+	}
+	if _, ok := r.View().Get("/junk"); ok {
+		t.Fatal("state from before the snapshot survived")
+	}
+	// both replicas apply the next entries identically
+	next := entries(5, batch(9, 3, 2_000, opCreate("/later", nil, 0)))
+	res := update(t, r, next)
+	if res[0].Status != BatchApplied || !bytes.Equal(canonical(r), canonical(m)) {
+		t.Fatal("replicas diverge after recovery")
+	}
+	// the recovered replica reopens from the new DB generation
+	r.Close()
+	if _, err := os.Stat(filepath.Join(dir, "db-1")); !os.IsNotExist(err) {
+		t.Fatal("old DB directory not removed")
+	}
+	r2, idx := openMachine(t, testConfig(dir, nil))
+	defer r2.Close()
+	if idx != 5 || !bytes.Equal(canonical(r2), canonical(m)) {
+		t.Fatalf("reopen after recovery: index %d", idx)
+	}
+}
+
+func TestMachineRecoverCorrupt(t *testing.T) {
+	m, _ := openMachine(t, testConfig(t.TempDir(), nil))
+	defer m.Close()
+	workload(t, m, 1, 1, 1_000)
+	ctx, _ := m.PrepareSnapshot()
+	var buf bytes.Buffer
+	if err := m.SaveSnapshot(ctx, &buf, nil); err != nil {
+		t.Fatal(err)
+	}
+	r, _ := openMachine(t, testConfig(t.TempDir(), nil))
+	defer r.Close()
+	before := canonical(r)
+	for _, mangle := range []func([]byte) []byte{
+		func(b []byte) []byte { b[len(b)/2] ^= 1; return b },       // flipped bit: checksum
+		func(b []byte) []byte { return b[:len(b)-10] },             // truncated
+		func(b []byte) []byte { return append([]byte("x"), b...) }, // bad magic
+	} {
+		bad := mangle(append([]byte(nil), buf.Bytes()...))
+		if err := r.RecoverFromSnapshot(bytes.NewReader(bad), nil); !errors.Is(err, ErrCorruptStore) {
+			t.Fatalf("corrupt snapshot: %v", err)
+		}
+		if !bytes.Equal(canonical(r), before) {
+			t.Fatal("a failed recovery changed the state")
+		}
+	}
+	stop := make(chan struct{})
+	close(stop)
+	ctx, _ = m.PrepareSnapshot()
+	if err := m.SaveSnapshot(ctx, &bytes.Buffer{}, stop); err != nil && !errors.Is(err, sm.ErrSnapshotStopped) {
+		t.Fatalf("stopped save: %v", err)
+	}
+	// the replica still works
+	update(t, r, entries(1, batch(1, 1, 0, opCreate("/ok", nil, 0))))
+}
+
+func TestMachineMalformedEntry(t *testing.T) {
+	m, _ := openMachine(t, testConfig(t.TempDir(), nil))
+	defer m.Close()
+	if _, err := m.Update([]sm.Entry{{Index: 1, Cmd: []byte{9, 9, 9}}}); !errors.Is(err, ErrMalformedBatch) {
+		t.Fatalf("malformed entry: %v", err)
+	}
+}
+
+func TestMachineConfigMismatch(t *testing.T) {
+	dir := t.TempDir()
+	m, _ := openMachine(t, testConfig(dir, nil))
+	m.Close()
+	cfg := testConfig(dir, nil)
+	cfg.Tag = 6
+	if _, err := NewMachine(cfg).Open(nil); !errors.Is(err, ErrConfigMismatch) {
+		t.Fatalf("tag change: %v", err)
+	}
+}
+
+func TestMachineEmptyShard(t *testing.T) {
+	cfg := testConfig(t.TempDir(), nil)
+	cfg.OwnsRoot, cfg.Root = false, "/sub"
+	m, _ := openMachine(t, cfg)
+	defer m.Close()
+	if m.View().Len() != 0 {
+		t.Fatal("a shard without the root must start empty")
+	}
+	res := update(t, m, entries(1, batch(1, 1, 0, opCreate("/sub", nil, 0))))
+	if res[0].Results[0].Err != wire.ErrNoNode {
+		t.Fatalf("create without a parent: %v", res[0].Results[0].Err)
+	}
+}
+
+func TestCreateFunc(t *testing.T) {
+	dir := t.TempDir()
+	f := CreateFunc(func(shardID, replicaID uint64) Config {
+		c := testConfig(filepath.Join(dir, "r"), nil)
+		c.ShardID = shardID
+		return c
+	})
+	sm := f(12, 1)
+	if _, err := sm.Open(nil); err != nil {
+		t.Fatal(err)
+	}
+	defer sm.Close()
+	if sm.(*Machine).View().ShardID() != 12 {
+		t.Fatal("shard id not passed through")
+	}
+}
