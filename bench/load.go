@@ -188,8 +188,18 @@ type slot struct {
 	onMake client.CreateCallback
 }
 
-func (s *slot) getDone(_ []byte, _ wire.Stat, err error) { s.w.complete(s, err) }
-func (s *slot) setDone(_ wire.Stat, err error)           { s.w.complete(s, err) }
+func (s *slot) getDone(data []byte, _ wire.Stat, err error) {
+	if err == nil && len(data) != len(s.w.lr.data) {
+		err = errShortRead
+	}
+	s.w.complete(s, err)
+}
+
+// errShortRead marks a getData reply whose data is not the size written: the server is wrong,
+// and the op does not count.
+var errShortRead = errors.New("bench: getData returned data of the wrong size")
+
+func (s *slot) setDone(_ wire.Stat, err error) { s.w.complete(s, err) }
 func (s *slot) makeDone(path string, _ wire.Stat, err error) {
 	if err == nil {
 		s.conn.DeleteAsync(path, -1, nil)
