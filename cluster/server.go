@@ -43,7 +43,7 @@ var loggerOnce sync.Once
 func quietDragonboat() {
 	loggerOnce.Do(func() {
 		for _, name := range []string{"raft", "rsm", "transport", "dragonboat", "logdb", "raftpb", "config", "settings", "grpc", "tan", "registry"} {
-			dblogger.GetLogger(name).SetLevel(dblogger.WARNING)
+			dblogger.GetLogger(name).SetLevel(dblogger.ERROR)
 		}
 	})
 }
@@ -91,6 +91,8 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (*Server, error) {
 		return nil, err
 	}
 	s.startAdmin()
+	s.wg.Add(1)
+	go s.runContainerExpiry()
 	s.ready.Store(true)
 	s.log.Info("serving clients", "client", s.ln.Addr().String(), "shards", cfg.Shards, "peers", len(cfg.AllPeers()))
 	return s, nil
@@ -138,7 +140,7 @@ func (s *Server) startRaft() error {
 			CheckQuorum: true, SnapshotEntries: 20000, CompactionOverhead: 5000, MaxInMemLogSize: 256 << 20}
 	}
 	initial := func(shardID uint64) map[uint64]dragonboat.Target {
-		if ok, _ := nh.HasNodeInfo(shardID, cfg.MyID); ok {
+		if nh.HasNodeInfo(shardID, cfg.MyID) {
 			return nil // restart: membership comes from the log
 		}
 		return members

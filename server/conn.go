@@ -163,6 +163,9 @@ func (c *conn) send(frame []byte) {
 
 // reply queues a reply directly (no pending earlier replies).
 func (c *conn) reply(xid int32, err wire.Err, body wire.Record) {
+	if err != wire.ErrOK {
+		body = nil // error replies have no body
+	}
 	c.out.Lock()
 	if !c.out.closed {
 		c.out.buf = wire.AppendReply(c.out.buf, wire.ReplyHeader{Xid: xid, Zxid: c.replyZxid(0), Err: err}, body)

@@ -1,4 +1,4 @@
-package cluster_test
+package clustertest
 
 import (
 	"bytes"
