@@ -59,11 +59,11 @@ type Server struct {
 
 	mu struct {
 		sync.Mutex
-		ln       net.Listener
-		conns    map[*conn]struct{}
-		bySess   map[int64]*conn
-		perIP    map[string]int
-		closed   bool
+		ln     net.Listener
+		conns  map[*conn]struct{}
+		bySess map[int64]*conn
+		perIP  map[string]int
+		closed bool
 	}
 	wg sync.WaitGroup
 }
