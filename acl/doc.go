@@ -15,6 +15,10 @@
 // such entries cannot be created through Fixup). "super" is never an ACL scheme in practice: it
 // only appears among a caller's ids, where it grants everything.
 //
+// IP ACLs accept IPv4 and IPv6 (colon form, optional ::, no embedded IPv4, no zone) with the
+// parser of current ZooKeeper; early 3.8 releases parsed IPv4 only, so an IPv6 ip ACL that this
+// package accepts may be INVALIDACL on such a server.
+//
 // Nothing here keeps state or does IO; every function is deterministic, so the shard state
 // machine calls them inside Raft apply.
 package acl

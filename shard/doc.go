@@ -60,6 +60,25 @@
 // returns BatchDuplicate with the cached results or BatchDuplicateUnknown; anything else is
 // BatchOutOfOrder and changes nothing. Proposers silent for 24 h of batch time are forgotten.
 //
+// # Sessions
+//
+// Ephemeral creates need a session (Op.Session != 0). OpCloseSession deletes the session's
+// ephemerals in this shard under one zxid and leaves a tombstone: later ephemeral creates for the
+// session fail with SESSIONEXPIRED, so a create proposed before the close but applied after it
+// cannot leak an ephemeral. Tombstones expire after 24 h of batch time. Session ids must not have
+// 0xFF as top byte nor be math.MinInt64 (the TTL and container encodings of ephemeralOwner).
+//
+// # Where the shard deliberately differs from ZooKeeper 3.8
+//
+//   - A top-level check (13) is a write that consumes a zxid, as in 3.8, but succeeds with no
+//     body (3.8 tries to serialise a SetDataResponse with a null stat; 3.9 made check a read).
+//   - createTTL with a non-TTL mode is BADARGUMENTS whatever the ttl (3.8 accepts ttl < 0 in prep
+//     and then fails in apply).
+//   - OpDeleteContainer refuses persistent nodes and re-checks a TTL node's expiry against the
+//     batch time (3.8 deletes any non-ephemeral empty node it is handed).
+//   - Quota accounting under /zookeeper/quota (zookeeper_stats updates) is not implemented.
+//   - Child lists come back in byte order (ZooKeeper's order is unspecified).
+//
 // # In-memory layout
 //
 // The tree is a btree.BTreeG[*node] keyed by the path with '/' replaced by "\x01" (the root is
