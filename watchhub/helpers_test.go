@@ -250,7 +250,7 @@ func checkEmpty(t testing.TB, h *Hub) {
 		t.Errorf("Connections() = %d, want 0", n)
 	}
 	for i := range h.stripes {
-		if s := &h.stripes[i]; s.index.n != 0 || s.chunks != nil || s.index.buckets != nil {
+		if s := &h.stripes[i]; s.index.n != 0 || s.nslots != 0 || len(s.chunks) > 1 || len(s.index.buckets) > minBuckets {
 			t.Errorf("stripe %d still indexes %d paths (%d chunks, %d buckets)", i, s.index.n, len(s.chunks),
 				len(s.index.buckets))
 		}

@@ -171,8 +171,12 @@ func dropPathIfEmpty(s *stripe, local uint32) {
 	s.delete(ps.tag, local)
 	*ps = pathSlot{}
 	if s.index.n == 0 {
-		// The stripe is empty: give back its chunks rather than keep the high-water mark.
-		s.chunks, s.nslots, s.free = nil, 0, nil
+		// The stripe is empty: give back all chunks but the first (whose slots are all zero)
+		// rather than keep the high-water mark.
+		if len(s.chunks) > 1 {
+			s.chunks = []*pathChunk{s.chunks[0]}
+		}
+		s.nslots, s.free = 0, nil
 		return
 	}
 	s.free = append(s.free, local)

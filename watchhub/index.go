@@ -88,7 +88,7 @@ func (s *stripe) delete(tag, local uint32) {
 	}
 	x.buckets[i] = 0
 	x.n--
-	if x.n == 0 {
+	if x.n == 0 && len(x.buckets) > minBuckets {
 		x.buckets = nil
 	} else if len(x.buckets) > minBuckets && x.n*8 < len(x.buckets) {
 		x.resize(len(x.buckets) / 2)
