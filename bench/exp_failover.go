@@ -75,6 +75,7 @@ func runFailover(ctx context.Context, e *env) error {
 			var evMu sync.Mutex
 			w := e.workload(c.Addrs(), e.cfg.ReadPct, fmt.Sprintf("%s x%d failover", t.Name(), n))
 			total := e.cfg.Warmup + e.cfg.Duration
+			w.WaitDuring, w.Tail = true, e.cfg.Duration/5
 			w.During = func(ctx context.Context, t0 time.Time) {
 				add := func(code, what string, server int, err error) {
 					ev := FailoverEvent{Target: t.Name(), AtSec: time.Since(t0).Seconds(), Code: code, Event: what, Server: server}
@@ -94,9 +95,6 @@ func runFailover(ctx context.Context, e *env) error {
 				return err
 			}
 			run.Rates = res.Timeline.Rates()
-			if lim := int(total / e.cfg.Bucket); len(run.Rates) > lim {
-				run.Rates = run.Rates[:lim]
-			}
 			run.Errors, run.Reconnects, run.CPU = res.Errors, res.Reconnects, res.CPU
 			analyzeFailover(&run, res.Timeline, e.cfg.Warmup, e.cfg.Duration)
 			runs = append(runs, run)
@@ -163,12 +161,14 @@ func runFailoverSchedule(ctx context.Context, c Cluster, start time.Time, window
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		for ctx.Err() == nil {
-			if l := c.Leader(ctx); l >= 0 && l != leader {
+		wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		for wctx.Err() == nil {
+			if l := c.Leader(wctx); l >= 0 && l != leader {
 				add("4", "new leader elected", l, nil)
 				return
 			}
-			sleepUntil(ctx, time.Now().Add(20*time.Millisecond))
+			sleepUntil(wctx, time.Now().Add(20*time.Millisecond))
 		}
 	}()
 	at(atLeaderRestart)

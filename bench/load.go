@@ -56,8 +56,13 @@ type Workload struct {
 	Bucket   time.Duration // timeline bucket width (default 100 ms)
 	// During, if set, runs from the start of the load until it returns or the load ends (its
 	// ctx is then cancelled); t0 is the load's time origin (failover events).
-	During  func(ctx context.Context, t0 time.Time)
-	Session client.Options
+	During func(ctx context.Context, t0 time.Time)
+	// WaitDuring keeps the load running past Warmup+Duration until During has returned, plus
+	// Tail, so that a schedule slowed down by slow restarts still runs to its end (at most
+	// twice Warmup+Duration more).
+	WaitDuring bool
+	Tail       time.Duration
+	Session    client.Options
 	// Label is shown on the progress line.
 	Label string
 }
@@ -222,6 +227,9 @@ func RunLoad(ctx context.Context, w Workload, prog *Progress) (*LoadResult, erro
 	}
 	total := w.Warmup + w.Duration
 	nb := int(total/w.Bucket) + 2
+	if w.WaitDuring {
+		nb = int(3*total/w.Bucket) + int(w.Tail/w.Bucket) + 2
+	}
 	for i := 0; i < w.Clients; i++ {
 		wk := &worker{lr: lr, id: i, path: nodePath(w.Groups, i)}
 		wk.mu.tl = NewTimeline(w.Bucket, nb)
@@ -248,6 +256,9 @@ func RunLoad(ctx context.Context, w Workload, prog *Progress) (*LoadResult, erro
 
 	lr.t0 = time.Now()
 	lr.from, lr.to = w.Warmup, total
+	if w.WaitDuring {
+		lr.to = 1 << 62 // the window ends when the schedule does
+	}
 	runCtx, stopRun := context.WithCancel(ctx)
 	var bg sync.WaitGroup
 	for _, wk := range lr.workers {
@@ -270,9 +281,12 @@ func RunLoad(ctx context.Context, w Workload, prog *Progress) (*LoadResult, erro
 		}
 	}
 	var during sync.WaitGroup
+	duringDone := make(chan struct{})
 	if w.During != nil {
 		during.Add(1)
-		go func() { defer during.Done(); w.During(runCtx, lr.t0) }()
+		go func() { defer during.Done(); defer close(duringDone); w.During(runCtx, lr.t0) }()
+	} else {
+		close(duringDone)
 	}
 	var a, b cpuSample
 	interrupted := sleepUntil(ctx, lr.t0.Add(w.Warmup))
@@ -280,7 +294,19 @@ func RunLoad(ctx context.Context, w Workload, prog *Progress) (*LoadResult, erro
 	if !interrupted {
 		interrupted = sleepUntil(ctx, lr.t0.Add(total))
 	}
+	if w.WaitDuring && !interrupted {
+		limit := time.NewTimer(time.Until(lr.t0.Add(3 * total)))
+		select {
+		case <-duringDone:
+			interrupted = sleepUntil(ctx, time.Now().Add(w.Tail))
+		case <-limit.C:
+		case <-ctx.Done():
+			interrupted = true
+		}
+		limit.Stop()
+	}
 	b = sampleCPU()
+	elapsed := time.Since(lr.t0)
 	lr.stopping.Store(true)
 	stopRun()
 	during.Wait()
@@ -292,6 +318,9 @@ func RunLoad(ctx context.Context, w Workload, prog *Progress) (*LoadResult, erro
 	}
 	res := lr.result(b.at.Sub(a.at))
 	res.CPU = cpuBetween(a, b)
+	if n := int(elapsed/w.Bucket) + 1; n < len(res.Timeline.Counts) {
+		res.Timeline.Counts = res.Timeline.Counts[:n]
+	}
 	return res, nil
 }
 
