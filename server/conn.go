@@ -26,6 +26,9 @@ type conn struct {
 	sessionID int64
 	timeout   time.Duration
 	lastZxid  atomic.Int64
+	// closingSession is set while this connection runs closeSession: the session table's close
+	// notification must not cut the connection before the reply is sent.
+	closingSession atomic.Bool
 
 	out struct {
 		sync.Mutex

@@ -39,7 +39,7 @@ func (c *conn) fourLetterWord(w string) {
 		out = c.s.cons()
 	case "wchs":
 		out = fmt.Sprintf("%d connections watching %d paths\nTotal watches:%d\n",
-			len(c.s.o.Hub.ByWatcher()), c.s.o.Hub.Paths(), c.s.o.Hub.Count())
+			c.s.o.Hub.Connections(), c.s.o.Hub.Paths(), c.s.o.Hub.Count())
 	case "wchc":
 		var b strings.Builder
 		for id, paths := range c.s.o.Hub.ByWatcher() {
@@ -154,7 +154,7 @@ func (s *Server) mntr() string {
 	kv("outstanding_requests", 0)
 	kv("server_state", info.Mode)
 	kv("znode_count", info.NodeCount)
-	kv("watch_count", s.o.Hub.Count())
+	kv("watch_count", s.o.Hub.WatchCount())
 	kv("ephemerals_count", 0)
 	kv("approximate_data_size", info.DataSize)
 	kv("open_file_descriptor_count", openFDs())

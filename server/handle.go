@@ -285,14 +285,16 @@ func (c *conn) handleAuth(h wire.RequestHeader, body []byte) bool {
 	}
 	if len(add) == 0 {
 		c.s.o.Log.Warn("authentication failed", "scheme", p.Scheme, "remote", c.nc.RemoteAddr().String())
-		c.send(wire.AppendReply(nil, wire.ReplyHeader{Xid: wire.XidAuth, Zxid: 0, Err: wire.ErrAuthFailed}, nil))
+		c.send(wire.AppendReply(nil, wire.ReplyHeader{Xid: h.Xid, Zxid: 0, Err: wire.ErrAuthFailed}, nil))
 		return false
 	}
 	cur := c.AuthIDs()
 	next := append(append(make([]wire.ID, 0, len(cur)+len(add)), cur...), add...)
 	next = dedupIDs(next)
 	c.auth.Store(&next)
-	c.send(wire.AppendReply(nil, wire.ReplyHeader{Xid: wire.XidAuth, Zxid: 0, Err: wire.ErrOK}, nil))
+	// ZooKeeper answers with the request's xid: -4 from the Java and C clients and kazoo, an
+	// ordinary xid from go-zookeeper.
+	c.send(wire.AppendReply(nil, wire.ReplyHeader{Xid: h.Xid, Zxid: 0, Err: wire.ErrOK}, nil))
 	return true
 }
 
@@ -439,6 +441,7 @@ func (c *conn) handleClose(h wire.RequestHeader) bool {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), c.writeTimeout())
 	defer cancel()
+	c.closingSession.Store(true)
 	if err := c.s.o.Sessions.Close(ctx, c.sessionID); err != nil {
 		c.s.o.Log.Warn("closeSession did not complete; the session will expire instead", "session", sessionHex(c.sessionID), "err", err)
 	}

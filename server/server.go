@@ -193,7 +193,7 @@ func (s *Server) SessionChanged(id int64, closing bool, owner uint64) {
 	s.mu.Lock()
 	c := s.mu.bySess[id]
 	s.mu.Unlock()
-	if c == nil {
+	if c == nil || (closing && c.closingSession.Load()) {
 		return
 	}
 	if closing {

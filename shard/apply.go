@@ -112,6 +112,9 @@ func (s *State) applyOp(op *Op, zxid, time int64, events *[]Event) OpResult {
 			return s.fail(res, wire.ErrMarshallingError)
 		}
 		results, ok := t.multi(&r, op.Session, op.Auth)
+		if results == nil {
+			return s.fail(res, wire.ErrMarshallingError)
+		}
 		if ok {
 			*events = t.commit(*events)
 		}

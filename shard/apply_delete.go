@@ -108,7 +108,15 @@ func (t *txn) closeSession(session int64) {
 	if session == 0 {
 		return
 	}
-	for _, path := range t.s.tree.ephemerals(session, "") {
+	paths := t.s.tree.ephemerals(session, "")
+	czxids := make([]int64, len(paths))
+	for i, path := range paths {
+		key, _ := keyOf(path)
+		if n := t.get(key); n != nil {
+			czxids[i] = n.czxid
+		}
+	}
+	for _, path := range javaHashSetOrder(paths, czxids) {
 		key, _ := keyOf(path)
 		n := t.get(key)
 		if n == nil {

@@ -4,11 +4,12 @@ import "github.com/corral/corral/wire"
 
 // multi applies a multi (14): every op runs in one txn under the multi's one zxid, each seeing
 // the earlier ops' effects. On success the overlay is committed and each op reports its result
-// (create -> type 1 with the path; create2, createContainer and createTTL -> type 15 with path
-// and stat, as ZooKeeper 3.8.3+ does; delete -> 2; setData -> 5 with stat; check -> 13). On the
+// (create and create2 -> type 1 with the path, as ZooKeeper 3.8.0 does; createContainer and
+// createTTL -> type 15 with path and stat; delete -> 2; setData -> 5 with stat; check -> 13). On the
 // first failure nothing is applied and every result is an error result (type -1): earlier ops
 // with err 0, the failing op with its code, later ops with RUNTIMEINCONSISTENCY. The reply
-// header's err is 0 either way. A multi holding read ops is MARSHALLINGERROR.
+// header's err is 0 either way. A multi holding read ops is MARSHALLINGERROR, and so is one that
+// reaches a plain create with a TTL mode (nil results).
 func (t *txn) multi(req *wire.MultiRequest, session int64, auth []wire.ID) ([]wire.MultiResult, bool) {
 	results := make([]wire.MultiResult, len(req.Ops))
 	failed := -1
@@ -22,7 +23,19 @@ func (t *txn) multi(req *wire.MultiRequest, session int64, auth []wire.ID) ([]wi
 		case wire.OpCreate, wire.OpCreate2, wire.OpCreateContainer:
 			c := op.Create
 			a := createArgs{path: c.Path, data: c.Data, acl: c.ACL, flags: c.Flags, ttl: -1}
-			r.Path, r.Stat, err = t.create(op.Op, &a, session, auth)
+			code := op.Op
+			if c.Flags == wire.FlagPersistentWithTTL || c.Flags == wire.FlagPersistentSequentialWithTTL {
+				// ZooKeeper rebuilds a multi's create from its flags (Op.create); a TTL mode
+				// without a TTL record makes the whole multi fail to deserialize when this op
+				// is reached: MARSHALLINGERROR for the request, no per-op results.
+				return nil, false
+			}
+			if c.Flags == wire.FlagContainer {
+				// ZooKeeper rebuilds a multi's create from its flags (Op.create), so a plain
+				// create with the container flag becomes createContainer inside a multi.
+				code, r.Op = wire.OpCreateContainer, wire.OpCreateContainer
+			}
+			r.Path, r.Stat, err = t.create(code, &a, session, auth)
 		case wire.OpCreateTTL:
 			c := op.CreateTTL
 			a := createArgs{path: c.Path, data: c.Data, acl: c.ACL, flags: c.Flags, ttl: c.TTL}
@@ -43,8 +56,13 @@ func (t *txn) multi(req *wire.MultiRequest, session int64, auth []wire.ID) ([]wi
 	}
 	if failed < 0 {
 		for i := range results {
-			if results[i].Op == wire.OpCreateContainer || results[i].Op == wire.OpCreateTTL {
+			switch results[i].Op {
+			case wire.OpCreateContainer, wire.OpCreateTTL:
 				results[i].Op = wire.OpCreate2
+			case wire.OpCreate2:
+				// ZooKeeper 3.8.0 (Debian's package, our reference) reports create2 inside a
+				// multi as a plain create without stat; 3.8.3+ (ZOOKEEPER-4026) reports type 15.
+				results[i].Op = wire.OpCreate
 			}
 		}
 		return results, true

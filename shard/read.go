@@ -30,9 +30,15 @@ func (v *View) Read(code wire.OpCode, req wire.Record, ids []wire.ID) (wire.Err,
 		if strings.IndexByte(r.Path, 0) >= 0 {
 			return wire.ErrBadArguments, nil
 		}
-		n, err := v.readable(r.Path, wire.PermRead, ids)
-		if err != wire.ErrOK {
-			return err, nil
+		// ZooKeeper 3.8.0 (Debian's package, our reference) checks no ACL on exists; later
+		// 3.8.x releases check READ when the node exists.
+		key, ok := keyOf(r.Path)
+		if !ok {
+			return wire.ErrNoNode, nil
+		}
+		n := v.tree.get(key)
+		if n == nil {
+			return wire.ErrNoNode, nil
 		}
 		return wire.ErrOK, &wire.ExistsResponse{Stat: n.stat()}
 	case wire.OpGetData:
