@@ -29,6 +29,7 @@ type conn struct {
 	// closingSession is set while this connection runs closeSession: the session table's close
 	// notification must not cut the connection before the reply is sent.
 	closingSession atomic.Bool
+	lastTouch      atomic.Int64 // unix ms of the last activity report handed to the session manager
 
 	out struct {
 		sync.Mutex
@@ -115,7 +116,7 @@ func (c *conn) complete(sl *slot, frame []byte) {
 			c.out.buf = append(c.out.buf, h.frame...)
 		}
 		c.s.stats.observe(time.Since(h.start))
-		c.s.o.Metrics.latency.WithLabelValues(h.kind).Observe(time.Since(h.start).Seconds())
+		c.s.o.Metrics.observe(h.kind, time.Since(h.start).Seconds())
 		c.s.o.Metrics.outstanding.Dec()
 		c.out.slots[n] = nil
 		n++
@@ -415,3 +416,17 @@ func sessionHex(id int64) string {
 	}
 	return string(b)
 }
+
+// touch reports session activity to the session manager, at most a few times per tick.
+func (c *conn) touch() {
+	now := time.Now().UnixMilli()
+	if now-c.lastTouch.Load() < touchEvery.Milliseconds() {
+		return
+	}
+	c.lastTouch.Store(now)
+	c.s.o.Sessions.Touch(c.sessionID)
+}
+
+// touchEvery bounds how often a busy connection reports activity; the manager reports it to the
+// meta shard once per half tick, so this only removes redundant work.
+const touchEvery = 100 * time.Millisecond

@@ -22,8 +22,8 @@ func (c *conn) handle(frame []byte) bool {
 		return false
 	}
 	body := d.Rest()
-	c.s.o.Sessions.Touch(c.sessionID)
-	c.s.o.Metrics.requests.WithLabelValues(opName(h.Op)).Inc()
+	c.touch()
+	c.s.o.Metrics.countOp(h.Op)
 	switch h.Op {
 	case wire.OpPing:
 		if !c.waitIdle() {

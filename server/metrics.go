@@ -1,6 +1,10 @@
 package server
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/corral/corral/wire"
+)
 
 // Metrics are the client port's Prometheus metrics, named as ZooKeeper's Prometheus provider
 // names them where a ZooKeeper name exists.
@@ -11,6 +15,12 @@ type Metrics struct {
 	latency     *prometheus.HistogramVec
 	errors      *prometheus.CounterVec
 	watchEvents prometheus.Counter
+
+	// Pre-resolved children of the vectors, so the request path does no label lookups.
+	byOp      map[wire.OpCode]prometheus.Counter
+	unknownOp prometheus.Counter
+	readLat   prometheus.Observer
+	writeLat  prometheus.Observer
 }
 
 // NewMetrics creates the metrics and registers them with reg (nil: not registered).
@@ -30,8 +40,31 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		watchEvents: prometheus.NewCounter(prometheus.CounterOpts{Name: "corral_watch_events_total",
 			Help: "Watch notifications queued to connections."}),
 	}
+	m.byOp = map[wire.OpCode]prometheus.Counter{}
+	for op, name := range opNames {
+		m.byOp[op] = m.requests.WithLabelValues(name)
+	}
+	m.unknownOp = m.requests.WithLabelValues("unknown")
+	m.readLat = m.latency.WithLabelValues("read")
+	m.writeLat = m.latency.WithLabelValues("write")
 	if reg != nil {
 		reg.MustRegister(m.connections, m.outstanding, m.requests, m.latency, m.errors, m.watchEvents)
 	}
 	return m
+}
+
+func (m *Metrics) countOp(op wire.OpCode) {
+	if c, ok := m.byOp[op]; ok {
+		c.Inc()
+		return
+	}
+	m.unknownOp.Inc()
+}
+
+func (m *Metrics) observe(kind string, seconds float64) {
+	if kind == "write" {
+		m.writeLat.Observe(seconds)
+		return
+	}
+	m.readLat.Observe(seconds)
 }
