@@ -43,6 +43,15 @@ func runCreate(ctx context.Context, e *env) error {
 			if err := ensureNode(ctx, c.Addrs(), createRoot); err != nil {
 				return err
 			}
+			if e.cfg.ClusterWarmup > 0 {
+				e.prog.Stage("%s: warming up (%v, not recorded)", t.Name(), e.cfg.ClusterWarmup)
+				w := e.workload(c.Addrs(), 0, t.Name()+" warm-up")
+				w.Mode, w.CreateRoot = ModeCreate, createRoot
+				w.Clients, w.Outstanding, w.Warmup, w.Duration = max(e.cfg.Workers[len(e.cfg.Workers)-1], 1), 1, 0, e.cfg.ClusterWarmup
+				if _, err := RunLoad(ctx, w, e.prog); err != nil {
+					return fmt.Errorf("warm-up: %w", err)
+				}
+			}
 			for _, wn := range e.cfg.Workers {
 				label := fmt.Sprintf("%s x%d create, %d workers", t.Name(), n, wn)
 				e.prog.Stage("%s", label)

@@ -65,7 +65,7 @@ func runFailover(ctx context.Context, e *env) error {
 		}
 		shape := e.shape(n)
 		err := e.withCluster(ctx, t, shape, func(c Cluster) error {
-			if err := Prepare(ctx, c.Addrs(), e.cfg.Clients, e.cfg.Groups, e.cfg.DataSize); err != nil {
+			if err := e.prepareAndWarm(ctx, t, c); err != nil {
 				return err
 			}
 			run := FailoverRun{Target: t.Name(), Servers: n, ReadPct: e.cfg.ReadPct, BucketSec: e.cfg.Bucket.Seconds()}

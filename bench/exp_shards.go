@@ -47,7 +47,7 @@ func runShards(ctx context.Context, e *env) error {
 		for _, cp := range cfgs {
 			shape := Shape{Servers: n, Shards: cp.shards, ApplyDelay: cp.delay}
 			err := e.withCluster(ctx, t, shape, func(c Cluster) error {
-				if err := Prepare(ctx, c.Addrs(), e.cfg.Clients, e.cfg.Groups, e.cfg.DataSize); err != nil {
+				if err := e.prepareAndWarm(ctx, t, c); err != nil {
 					return err
 				}
 				label := fmt.Sprintf("%s x%d, %d shards", t.Name(), n, cp.shards)

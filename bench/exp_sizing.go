@@ -24,7 +24,7 @@ func runSizing(ctx context.Context, e *env) error {
 			for _, sh := range shardsList {
 				p := SizingPoint{Target: t.Name(), Servers: n, Shards: sh, TargetOps: req.TargetOps}
 				err := e.withCluster(ctx, t, Shape{Servers: n, Shards: sh}, func(c Cluster) error {
-					if err := Prepare(ctx, c.Addrs(), e.cfg.Clients, e.cfg.Groups, e.cfg.DataSize); err != nil {
+					if err := e.prepareAndWarm(ctx, t, c); err != nil {
 						return err
 					}
 					label := fmt.Sprintf("%s x%d, %d shards", t.Name(), n, sh)

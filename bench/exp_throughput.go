@@ -41,8 +41,7 @@ func runThroughput(ctx context.Context, e *env) error {
 		for _, t := range e.targets {
 			shape := e.shape(n)
 			err := e.withCluster(ctx, t, shape, func(c Cluster) error {
-				e.prog.Stage("%s x%d: creating %d znodes", t.Name(), n, e.cfg.Clients)
-				if err := Prepare(ctx, c.Addrs(), e.cfg.Clients, e.cfg.Groups, e.cfg.DataSize); err != nil {
+				if err := e.prepareAndWarm(ctx, t, c); err != nil {
 					return err
 				}
 				for _, r := range e.cfg.ReadPcts {

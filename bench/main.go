@@ -27,29 +27,30 @@ type Config struct {
 	Short      bool
 	Quiet      bool
 
-	Sizes        []int
-	Clients      int
-	Outstanding  int
-	DataSize     int
-	Groups       int
-	Warmup       time.Duration
-	Duration     time.Duration
-	Bucket       time.Duration
-	ReadPcts     []float64
-	CorralShards int
-	Shards       []int
-	Delay        time.Duration
-	Workers      []int
-	BarrierN     []int
-	Rounds       int
-	ReadPct      float64
-	TargetOps    float64
-	P99          time.Duration
-	MinServers   int
-	CorralBin    string
-	Tick         time.Duration
-	KeepDirs     bool
-	CommandLine  string
+	Sizes         []int
+	Clients       int
+	Outstanding   int
+	DataSize      int
+	Groups        int
+	Warmup        time.Duration
+	ClusterWarmup time.Duration
+	Duration      time.Duration
+	Bucket        time.Duration
+	ReadPcts      []float64
+	CorralShards  int
+	Shards        []int
+	Delay         time.Duration
+	Workers       []int
+	BarrierN      []int
+	Rounds        int
+	ReadPct       float64
+	TargetOps     float64
+	P99           time.Duration
+	MinServers    int
+	CorralBin     string
+	Tick          time.Duration
+	KeepDirs      bool
+	CommandLine   string
 }
 
 // flagDefault is a flag's full and --short defaults.
@@ -73,7 +74,7 @@ var defaults = map[string]flagDefault{
 
 // experiment-specific defaults that differ from the table above.
 var expDefaults = map[string]map[string]flagDefault{
-	"failover": {"duration": {"30s", "10s"}, "warmup": {"3s", "2s"}},
+	"failover": {"duration": {"30s", "10s"}, "warmup": {"3s", "1s"}},
 	"create":   {"sizes": {"3", "1"}, "outstanding": {"1", "1"}},
 	"barrier":  {"sizes": {"3", "1"}},
 	"shards":   {"sizes": {"3", "1"}},
@@ -179,7 +180,7 @@ func parseFlags(exp string, args []string, stderr io.Writer) (*Config, error) {
 	var (
 		cfg                                           = &Config{Experiment: exp}
 		servers, sizes, readPcts, shards, workers, bn string
-		warmup, duration, p99                         string
+		warmup, duration, p99, clusterWarmup          string
 		clients, outstanding, rounds, minServers      string
 		targetOps                                     string
 	)
@@ -195,6 +196,7 @@ func parseFlags(exp string, args []string, stderr io.Writer) (*Config, error) {
 	fs.IntVar(&cfg.DataSize, "data-size", 1024, "znode payload in bytes")
 	fs.IntVar(&cfg.Groups, "groups", 16, "top-level subtrees the per-client znodes are spread over (/bench-00 ...); 1 puts them all under /bench")
 	fs.StringVar(&warmup, "warmup", def("warmup"), "warm-up before the measured window")
+	fs.StringVar(&clusterWarmup, "cluster-warmup", def("cluster-warmup"), "load run once per started ensemble before any measurement, not recorded (JIT, caches)")
 	fs.StringVar(&duration, "duration", def("duration"), "measured window per data point (failover: the whole timeline)")
 	fs.DurationVar(&cfg.Bucket, "bucket", 100*time.Millisecond, "timeline bucket width")
 	fs.StringVar(&readPcts, "read-pcts", def("read-pcts"), "throughput: read percentages")
@@ -229,6 +231,7 @@ func parseFlags(exp string, args []string, stderr io.Writer) (*Config, error) {
 	get("clients", &clients)
 	get("outstanding", &outstanding)
 	get("warmup", &warmup)
+	get("cluster-warmup", &clusterWarmup)
 	get("duration", &duration)
 	get("read-pcts", &readPcts)
 	get("shards", &shards)
@@ -258,6 +261,8 @@ func parseFlags(exp string, args []string, stderr io.Writer) (*Config, error) {
 	cfg.Warmup, err = time.ParseDuration(warmup)
 	check(err)
 	cfg.Duration, err = time.ParseDuration(duration)
+	check(err)
+	cfg.ClusterWarmup, err = time.ParseDuration(clusterWarmup)
 	check(err)
 	cfg.ReadPcts, err = parseFloats(readPcts)
 	check(err)
@@ -412,6 +417,26 @@ func (e *env) workload(addrs []string, readPct float64, label string) Workload {
 	}
 }
 
+// prepareAndWarm creates the per-client znodes and runs the cluster warm-up: a 50 % read load
+// for --cluster-warmup that is not recorded, so that the first data point of a fresh ensemble
+// does not pay for JIT compilation (Apache ZooKeeper) or cold caches.
+func (e *env) prepareAndWarm(ctx context.Context, t Target, c Cluster) error {
+	e.prog.Stage("%s: creating %d znodes", t.Name(), e.cfg.Clients)
+	if err := Prepare(ctx, c.Addrs(), e.cfg.Clients, e.cfg.Groups, e.cfg.DataSize); err != nil {
+		return err
+	}
+	if e.cfg.ClusterWarmup <= 0 {
+		return nil
+	}
+	e.prog.Stage("%s: warming up (%v, not recorded)", t.Name(), e.cfg.ClusterWarmup)
+	w := e.workload(c.Addrs(), 50, t.Name()+" warm-up")
+	w.Warmup, w.Duration = 0, e.cfg.ClusterWarmup
+	if _, err := RunLoad(ctx, w, e.prog); err != nil {
+		return fmt.Errorf("warm-up: %w", err)
+	}
+	return nil
+}
+
 // shape returns the ensemble shape for a target at size n with the configured shard count.
 func (e *env) shape(n int) Shape { return Shape{Servers: n, Shards: e.cfg.CorralShards} }
 
@@ -427,8 +452,8 @@ func (e *env) writeSummary() error {
 		names = append(names, t.Name())
 	}
 	fmt.Fprintf(&b, "- targets (in run order): %s\n", strings.Join(names, ", "))
-	fmt.Fprintf(&b, "- load: %d clients × %d outstanding, %d-byte znodes over %d subtrees, warm-up %v, window %v\n",
-		e.cfg.Clients, e.cfg.Outstanding, e.cfg.DataSize, e.cfg.Groups, e.cfg.Warmup, e.cfg.Duration)
+	fmt.Fprintf(&b, "- load: %d clients × %d outstanding, %d-byte znodes over %d subtrees; per ensemble a %v unrecorded warm-up; per point warm-up %v, window %v\n",
+		e.cfg.Clients, e.cfg.Outstanding, e.cfg.DataSize, e.cfg.Groups, e.cfg.ClusterWarmup, e.cfg.Warmup, e.cfg.Duration)
 	b.WriteString("\n")
 	for _, s := range e.sections {
 		b.WriteString(s)
