@@ -61,6 +61,7 @@ var defaults = map[string]flagDefault{
 	"clients":         {"30", "6"},
 	"outstanding":     {"100", "50"},
 	"warmup":          {"2s", "500ms"},
+	"cluster-warmup":  {"5s", "1s"},
 	"duration":        {"5s", "1s"},
 	"read-pcts":       {"0,10,20,30,40,50,60,70,80,90,100", "0,50,100"},
 	"shards":          {"1,2,4,8", "1,2"},
