@@ -28,9 +28,10 @@
 //
 // Every operation has an Async form that queues the request and returns at once; its callback runs
 // later on the reader goroutine, exactly once, in request order. Callbacks must not block (they
-// hold up every later reply on the connection); they may issue further Async calls. Byte slices
-// passed to a callback (getData's data) alias the connection's read buffer and are valid only
-// until the callback returns: copy them to keep them. Passing the same callback value to many
+// hold up every later reply on the connection); they may issue further Async calls but must not
+// call Close or a blocking method of the same Conn (those wait for the reader, which is running
+// the callback). Byte slices passed to a callback (getData's data) alias the connection's read
+// buffer and are valid only until the callback returns: copy them to keep them. Passing the same callback value to many
 // calls (a method value created once) keeps the hot path free of allocations.
 //
 // The blocking forms (Get, Set, Create, Delete, Exists, Children, Multi, Sync, AddWatch) wrap the

@@ -14,6 +14,7 @@ import (
 
 	"github.com/corral/corral/internal/apachezk"
 	"github.com/corral/corral/wire"
+	"go.uber.org/goleak"
 )
 
 // One standalone Apache ZooKeeper serves every test in this file; it is started on first use
@@ -28,6 +29,13 @@ func TestMain(m *testing.M) {
 	code := m.Run()
 	if zkEns != nil {
 		zkEns.Close()
+	}
+	// Every Conn goroutine must have stopped once the tests closed their connections.
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintf(os.Stderr, "goroutine leak: %v\n", err)
+			code = 1
+		}
 	}
 	os.Exit(code)
 }
