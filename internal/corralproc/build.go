@@ -1,0 +1,138 @@
+package corralproc
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// ModulePath is the module whose ./cmd/corral Binary builds.
+const ModulePath = "github.com/corral/corral"
+
+// buildDirPrefix names this package's build directories in os.TempDir():
+// corralproc-bin-<pid>-<random>.
+const buildDirPrefix = "corralproc-bin-"
+
+var built struct {
+	mu   sync.Mutex
+	path string // set once a build succeeded
+}
+
+// Binary returns a corral binary built from the current source: the first
+// call in a process runs `go build -o <tmpdir>/corral ./cmd/corral` in the
+// module root (`go env GOMOD` from the working directory, which must be
+// inside ModulePath); later calls return the same path. A failed build is not
+// remembered, so the next call tries again. ctx bounds the build.
+func Binary(ctx context.Context) (string, error) {
+	built.mu.Lock()
+	defer built.mu.Unlock()
+	if built.path != "" {
+		return built.path, nil
+	}
+	root, err := ModuleRoot(ctx)
+	if err != nil {
+		return "", err
+	}
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		return "", fmt.Errorf("corralproc: no go tool on PATH to build ./cmd/corral (set Options.Binary): %w", err)
+	}
+	sweepBuildDirs()
+	dir, err := os.MkdirTemp("", buildDirPrefix+strconv.Itoa(os.Getpid())+"-")
+	if err != nil {
+		return "", fmt.Errorf("corralproc: %w", err)
+	}
+	bin := filepath.Join(dir, "corral")
+	cmd := exec.CommandContext(ctx, goTool, "build", "-o", bin, "./cmd/corral")
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0") // as `make build`: shares its build cache
+	began := time.Now()
+	if out, err := cmd.CombinedOutput(); err != nil {
+		os.RemoveAll(dir)
+		return "", fmt.Errorf("corralproc: go build ./cmd/corral in %s: %v (after %v)\n%s",
+			root, err, time.Since(began).Round(time.Millisecond), bytes.TrimSpace(out))
+	}
+	built.path = bin
+	return bin, nil
+}
+
+// ModuleRoot returns the directory of go.mod of the module the working
+// directory belongs to, and checks that it is Corral's.
+func ModuleRoot(ctx context.Context) (string, error) {
+	out, err := exec.CommandContext(ctx, "go", "env", "GOMOD").Output()
+	if err != nil {
+		return "", fmt.Errorf("corralproc: go env GOMOD: %w (set Options.Binary)", err)
+	}
+	gomod := strings.TrimSpace(string(out))
+	if gomod == "" || gomod == os.DevNull {
+		return "", errors.New("corralproc: the working directory is not inside a Go module; set Options.Binary")
+	}
+	f, err := os.Open(gomod)
+	if err != nil {
+		return "", fmt.Errorf("corralproc: %w", err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if m, ok := strings.CutPrefix(strings.TrimSpace(sc.Text()), "module "); ok {
+			if m = strings.Trim(strings.TrimSpace(m), `"`); m != ModulePath {
+				return "", fmt.Errorf("corralproc: %s is module %q, not %s; set Options.Binary", gomod, m, ModulePath)
+			}
+			return filepath.Dir(gomod), nil
+		}
+	}
+	return "", fmt.Errorf("corralproc: no module line in %s", gomod)
+}
+
+// sweepBuildDirs removes the build directories of processes that no longer
+// exist (tests that were killed before they could clean up).
+func sweepBuildDirs() {
+	tmp := os.TempDir()
+	entries, err := os.ReadDir(tmp)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		rest, ok := strings.CutPrefix(e.Name(), buildDirPrefix)
+		if !ok || !e.IsDir() {
+			continue
+		}
+		pidStr, _, _ := strings.Cut(rest, "-")
+		pid, err := strconv.Atoi(pidStr)
+		if err != nil || pid <= 0 || pid == os.Getpid() || alive(pid) {
+			continue
+		}
+		os.RemoveAll(filepath.Join(tmp, e.Name()))
+	}
+}
+
+// alive reports whether a process with this id exists.
+func alive(pid int) bool {
+	err := syscall.Kill(pid, 0)
+	return err == nil || errors.Is(err, syscall.EPERM)
+}
+
+// RemoveBinary deletes the binary Binary built, if any, so that a TestMain
+// can clean up after m.Run; a later Binary call builds again. Build
+// directories left behind by processes that died are swept by the next build
+// in any process.
+func RemoveBinary() error {
+	built.mu.Lock()
+	defer built.mu.Unlock()
+	if built.path == "" {
+		return nil
+	}
+	err := os.RemoveAll(filepath.Dir(built.path))
+	built.path = ""
+	return err
+}

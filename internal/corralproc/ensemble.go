@@ -1,0 +1,800 @@
+package corralproc
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// Options configures an ensemble. The zero value is one server with Corral's
+// default shard count and ZooKeeper's usual timing.
+type Options struct {
+	// Servers is the ensemble size; 0 means 1.
+	Servers int
+	// Shards is corral.shards; 0 leaves the key out (Corral's default).
+	Shards int
+	// TickTime is zoo.cfg tickTime; default 2s. Session timeouts are clamped
+	// to [2, 20] ticks, as by ZooKeeper.
+	TickTime time.Duration
+	// Config holds extra zoo.cfg keys. A key that Start writes itself
+	// (tickTime, 4lw.commands.whitelist, corral.shards, ...) is replaced;
+	// do not replace the port keys (clientPort, admin.serverPort, server.N),
+	// which the Ensemble's addresses are derived from.
+	Config map[string]string
+	// Binary is the corral executable; empty means [Binary] (build
+	// ./cmd/corral once per process).
+	Binary string
+	// LogLevel is passed as `corral server --log-level`; default "info".
+	LogLevel string
+	// Dir is the parent of the ensemble directory; default os.TempDir().
+	Dir string
+	// KeepDir keeps the server directories (zoo.cfg, data, server.log) after
+	// Close; Close then stops servers with SIGTERM instead of SIGKILL.
+	KeepDir bool
+	// StartTimeout bounds the wait for the servers to serve after they were
+	// launched (on top of ctx); default 60s.
+	StartTimeout time.Duration
+}
+
+func (o Options) withDefaults() Options {
+	if o.Servers <= 0 {
+		o.Servers = 1
+	}
+	if o.TickTime <= 0 {
+		o.TickTime = 2 * time.Second
+	}
+	if o.LogLevel == "" {
+		o.LogLevel = "info"
+	}
+	if o.Dir == "" {
+		o.Dir = os.TempDir()
+	}
+	if o.StartTimeout <= 0 {
+		o.StartTimeout = 60 * time.Second
+	}
+	return o
+}
+
+// Sentinel errors.
+var (
+	// ErrNotRunning is returned for operations on a server that is stopped.
+	ErrNotRunning = errors.New("corralproc: server is not running")
+	// ErrNotReady is returned when a server did not serve in time.
+	ErrNotReady = errors.New("corralproc: ensemble not ready")
+	// ErrExited is returned when a server process exited while it was
+	// expected to start serving.
+	ErrExited = errors.New("corralproc: server process exited")
+	// ErrPortInUse marks a start that failed because a port was taken
+	// between allocation and bind. Start and Ensemble.Start retry it with
+	// fresh ports; it reaches the caller only when the retries ran out.
+	ErrPortInUse = errors.New("corralproc: port already in use")
+)
+
+// LogName is the file in each server directory that receives the server's
+// stdout and stderr.
+const LogName = "server.log"
+
+// Ensemble is a running set of Corral server processes. Server indexes are
+// 0-based; server i has myid i+1. Methods are safe for concurrent use.
+type Ensemble struct {
+	opts Options
+	bin  string
+	root string
+
+	mu      sync.Mutex // guards servers[*] (ports, proc, logStart) and closed
+	servers []*server
+	closed  bool
+}
+
+type server struct {
+	myid                                          int
+	dir                                           string
+	clientPort, peerPort, electionPort, adminPort int
+	proc                                          *process // nil when not running
+	logStart                                      int64    // size of server.log when proc was launched
+}
+
+// process is one server process. Its reaper goroutine (started by launch) is
+// the only writer of err and closes done after cmd.Wait returns.
+type process struct {
+	cmd  *exec.Cmd
+	done chan struct{}
+	err  error
+}
+
+// Start launches an ensemble and waits until every server answers `ruok`
+// with `imok`. ctx bounds the whole start (including a build of the binary);
+// the servers outlive ctx and are stopped by Close. A start that lost a port
+// race is retried with fresh ports.
+func Start(ctx context.Context, opts Options) (*Ensemble, error) {
+	opts = opts.withDefaults()
+	bin := opts.Binary
+	if bin == "" {
+		var err error
+		if bin, err = Binary(ctx); err != nil {
+			return nil, err
+		}
+	} else if _, err := os.Stat(bin); err != nil {
+		return nil, fmt.Errorf("corralproc: binary: %w", err)
+	}
+	var lastErr error
+	for attempt := 0; attempt < 4; attempt++ {
+		e, err := start(ctx, opts, bin)
+		if err == nil {
+			return e, nil
+		}
+		lastErr = err
+		if !errors.Is(err, ErrPortInUse) || ctx.Err() != nil {
+			break
+		}
+	}
+	return nil, lastErr
+}
+
+func start(ctx context.Context, opts Options, bin string) (*Ensemble, error) {
+	if err := os.MkdirAll(opts.Dir, 0o755); err != nil {
+		return nil, fmt.Errorf("corralproc: %w", err)
+	}
+	root, err := os.MkdirTemp(opts.Dir, "corralproc-")
+	if err != nil {
+		return nil, fmt.Errorf("corralproc: %w", err)
+	}
+	e := &Ensemble{opts: opts, bin: bin, root: root}
+	ports, err := freePorts(4 * opts.Servers)
+	if err != nil {
+		e.removeDir()
+		return nil, err
+	}
+	for i := 0; i < opts.Servers; i++ {
+		e.servers = append(e.servers, &server{
+			myid:         i + 1,
+			dir:          filepath.Join(root, "s"+strconv.Itoa(i+1)),
+			clientPort:   ports[4*i],
+			peerPort:     ports[4*i+1],
+			electionPort: ports[4*i+2],
+			adminPort:    ports[4*i+3],
+		})
+	}
+	e.mu.Lock()
+	for _, s := range e.servers {
+		if err := e.writeConfigLocked(s); err != nil {
+			e.mu.Unlock()
+			e.Close()
+			return nil, err
+		}
+	}
+	// All servers start before any is waited for: a Corral server opens its
+	// client port only when its shards have leaders, which needs a quorum.
+	for _, s := range e.servers {
+		if err := e.launchLocked(s); err != nil {
+			e.mu.Unlock()
+			e.Close()
+			return nil, err
+		}
+	}
+	e.mu.Unlock()
+	wctx, cancel := context.WithTimeout(ctx, opts.StartTimeout)
+	defer cancel()
+	if err := e.WaitReady(wctx); err != nil {
+		e.Close()
+		return nil, err
+	}
+	return e, nil
+}
+
+// freePorts reserves n distinct loopback ports by binding them all at once,
+// then releases them for the servers to bind.
+func freePorts(n int) ([]int, error) {
+	var ls []net.Listener
+	defer func() {
+		for _, l := range ls {
+			l.Close()
+		}
+	}()
+	ports := make([]int, 0, n)
+	for i := 0; i < n; i++ {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, fmt.Errorf("corralproc: reserving a port: %w", err)
+		}
+		ls = append(ls, l)
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	return ports, nil
+}
+
+// writeConfigLocked writes s's zoo.cfg and data/myid. e.mu must be held.
+func (e *Ensemble) writeConfigLocked(s *server) error {
+	data := filepath.Join(s.dir, "data")
+	if err := os.MkdirAll(data, 0o755); err != nil {
+		return fmt.Errorf("corralproc: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(data, "myid"), []byte(strconv.Itoa(s.myid)+"\n"), 0o644); err != nil {
+		return fmt.Errorf("corralproc: %w", err)
+	}
+	kv := [][2]string{
+		{"tickTime", strconv.FormatInt(e.opts.TickTime.Milliseconds(), 10)},
+		{"initLimit", "10"},
+		{"syncLimit", "5"},
+		{"dataDir", data},
+		{"clientPort", strconv.Itoa(s.clientPort)},
+		{"clientPortAddress", "127.0.0.1"},
+		{"admin.serverAddress", "127.0.0.1"},
+		{"admin.serverPort", strconv.Itoa(s.adminPort)},
+		{"4lw.commands.whitelist", "*"},
+	}
+	if e.opts.Shards > 0 {
+		kv = append(kv, [2]string{"corral.shards", strconv.Itoa(e.opts.Shards)})
+	}
+	// A server.N line even for a single server: it fixes the Raft port,
+	// which a standalone server would otherwise derive from clientPort.
+	for _, o := range e.servers {
+		kv = append(kv, [2]string{
+			"server." + strconv.Itoa(o.myid),
+			fmt.Sprintf("127.0.0.1:%d:%d", o.peerPort, o.electionPort),
+		})
+	}
+	extra := make([]string, 0, len(e.opts.Config))
+	for k := range e.opts.Config {
+		extra = append(extra, k)
+	}
+	sort.Strings(extra)
+	for _, k := range extra {
+		replaced := false
+		for i := range kv {
+			if kv[i][0] == k {
+				kv[i][1] = e.opts.Config[k]
+				replaced = true
+			}
+		}
+		if !replaced {
+			kv = append(kv, [2]string{k, e.opts.Config[k]})
+		}
+	}
+	var cfg strings.Builder
+	cfg.WriteString("# written by internal/corralproc\n")
+	for _, p := range kv {
+		fmt.Fprintf(&cfg, "%s=%s\n", p[0], p[1])
+	}
+	if err := os.WriteFile(e.configPath(s), []byte(cfg.String()), 0o644); err != nil {
+		return fmt.Errorf("corralproc: %w", err)
+	}
+	return nil
+}
+
+func (e *Ensemble) configPath(s *server) string { return filepath.Join(s.dir, "zoo.cfg") }
+
+// launchLocked starts the process of s. e.mu must be held.
+func (e *Ensemble) launchLocked(s *server) error {
+	if e.closed {
+		return errors.New("corralproc: ensemble closed")
+	}
+	if s.proc != nil {
+		return nil
+	}
+	logPath := filepath.Join(s.dir, LogName)
+	out, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return fmt.Errorf("corralproc: %w", err)
+	}
+	if st, err := out.Stat(); err == nil {
+		s.logStart = st.Size()
+	}
+	cmd := exec.Command(e.bin, "server", "--config", e.configPath(s), "--log-level", e.opts.LogLevel)
+	cmd.Dir = s.dir
+	cmd.Stdin = nil
+	cmd.Stdout = out
+	cmd.Stderr = out
+	cmd.SysProcAttr = sysProcAttr()
+	if err := cmd.Start(); err != nil {
+		out.Close()
+		return fmt.Errorf("corralproc: starting server %d: %w", s.myid, err)
+	}
+	p := &process{cmd: cmd, done: make(chan struct{})}
+	go func() {
+		p.err = cmd.Wait()
+		out.Close()
+		close(p.done)
+	}()
+	s.proc = p
+	return nil
+}
+
+// Size is the number of servers.
+func (e *Ensemble) Size() int { return len(e.servers) }
+
+// Dir is the directory of the whole ensemble.
+func (e *Ensemble) Dir() string { return e.root }
+
+// ServerDir is server i's directory (zoo.cfg, data/, server.log).
+func (e *Ensemble) ServerDir(i int) string { return e.servers[i].dir }
+
+// ConfigPath is server i's zoo.cfg.
+func (e *Ensemble) ConfigPath(i int) string { return e.configPath(e.servers[i]) }
+
+// LogPath is server i's log (its stdout and stderr, appended across restarts).
+func (e *Ensemble) LogPath(i int) string { return filepath.Join(e.servers[i].dir, LogName) }
+
+// Binary is the corral executable the ensemble runs.
+func (e *Ensemble) Binary() string { return e.bin }
+
+// Addr is server i's client address, "127.0.0.1:port". It changes only if a
+// restart of server i had to move it to a fresh port.
+func (e *Ensemble) Addr(i int) string {
+	e.mu.Lock()
+	p := e.servers[i].clientPort
+	e.mu.Unlock()
+	return net.JoinHostPort("127.0.0.1", strconv.Itoa(p))
+}
+
+// AdminAddr is server i's admin HTTP address (/metrics, /health, /shards).
+func (e *Ensemble) AdminAddr(i int) string {
+	e.mu.Lock()
+	p := e.servers[i].adminPort
+	e.mu.Unlock()
+	return net.JoinHostPort("127.0.0.1", strconv.Itoa(p))
+}
+
+// Addrs lists the client addresses of all servers, running or not.
+func (e *Ensemble) Addrs() []string {
+	a := make([]string, len(e.servers))
+	for i := range e.servers {
+		a[i] = e.Addr(i)
+	}
+	return a
+}
+
+// ConnectString is the comma-separated client address list.
+func (e *Ensemble) ConnectString() string { return strings.Join(e.Addrs(), ",") }
+
+// Running reports whether server i's process is running.
+func (e *Ensemble) Running(i int) bool {
+	e.mu.Lock()
+	p := e.servers[i].proc
+	e.mu.Unlock()
+	if p == nil {
+		return false
+	}
+	select {
+	case <-p.done:
+		return false
+	default:
+		return true
+	}
+}
+
+// Pid is the process id of server i, or 0 when it is not running.
+func (e *Ensemble) Pid(i int) int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if p := e.servers[i].proc; p != nil {
+		return p.cmd.Process.Pid
+	}
+	return 0
+}
+
+// Kill sends SIGKILL to server i and waits for the process to exit.
+func (e *Ensemble) Kill(i int) error {
+	return e.stop(i, syscall.SIGKILL, 0)
+}
+
+// Stop sends SIGTERM to server i and waits for it to exit (SIGKILL after
+// 15s).
+func (e *Ensemble) Stop(i int) error {
+	return e.stop(i, syscall.SIGTERM, 15*time.Second)
+}
+
+func (e *Ensemble) stop(i int, sig syscall.Signal, grace time.Duration) error {
+	e.mu.Lock()
+	s := e.servers[i]
+	p := s.proc
+	s.proc = nil
+	e.mu.Unlock()
+	if p == nil {
+		return fmt.Errorf("%w: server %d", ErrNotRunning, i)
+	}
+	terminate(p, sig, grace)
+	return nil
+}
+
+func terminate(p *process, sig syscall.Signal, grace time.Duration) {
+	_ = p.cmd.Process.Signal(sig)
+	if sig == syscall.SIGKILL {
+		<-p.done
+		return
+	}
+	t := time.NewTimer(grace)
+	defer t.Stop()
+	select {
+	case <-p.done:
+	case <-t.C:
+		_ = p.cmd.Process.Kill()
+		<-p.done
+	}
+}
+
+// Restart stops server i if it runs (SIGTERM), starts it again with the same
+// configuration and data, and waits until every running server serves.
+func (e *Ensemble) Restart(ctx context.Context, i int) error {
+	if e.Running(i) {
+		if err := e.Stop(i); err != nil && !errors.Is(err, ErrNotRunning) {
+			return err
+		}
+	}
+	return e.Start(ctx, i)
+}
+
+// Start starts the stopped server i and waits until every running server
+// serves. If server i loses a port race, it is relaunched with fresh client
+// and admin ports (see Addr).
+func (e *Ensemble) Start(ctx context.Context, i int) error {
+	wctx, cancel := context.WithTimeout(ctx, e.opts.StartTimeout)
+	defer cancel()
+	var err error
+	for attempt := 0; attempt < 4; attempt++ {
+		if err = e.launch(i, attempt > 0); err != nil {
+			return err
+		}
+		err = e.WaitReady(wctx)
+		if err == nil || !errors.Is(err, ErrPortInUse) || wctx.Err() != nil {
+			return err
+		}
+		if !e.portInUse(i) {
+			return err // another server's trouble: not ours to fix
+		}
+		_ = e.Kill(i)
+	}
+	return err
+}
+
+// launch starts server i, first moving it to fresh client and admin ports if
+// newPorts.
+func (e *Ensemble) launch(i int, newPorts bool) error {
+	var ports []int
+	if newPorts {
+		var err error
+		if ports, err = freePorts(2); err != nil {
+			return err
+		}
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	s := e.servers[i]
+	if s.proc != nil {
+		select {
+		case <-s.proc.done:
+			s.proc = nil // exited on its own; reaped, relaunch
+		default:
+		}
+	}
+	if newPorts {
+		s.clientPort, s.adminPort = ports[0], ports[1]
+		if err := e.writeConfigLocked(s); err != nil {
+			return err
+		}
+	}
+	return e.launchLocked(s)
+}
+
+// Mode asks server i for its role with `srvr`: "standalone", "leader" (it
+// leads the session shard), "follower", or an error.
+func (e *Ensemble) Mode(ctx context.Context, i int) (string, error) {
+	out, err := FourLetterWord(ctx, e.Addr(i), "srvr")
+	if err != nil {
+		return "", err
+	}
+	sc := bufio.NewScanner(strings.NewReader(out))
+	for sc.Scan() {
+		if m, ok := strings.CutPrefix(sc.Text(), "Mode: "); ok {
+			return strings.TrimSpace(m), nil
+		}
+	}
+	return "", fmt.Errorf("corralproc: no Mode in srvr reply %q", strings.TrimSpace(out))
+}
+
+// Leader returns the index of the running server whose `srvr` Mode is leader
+// or standalone, or -1 (asks each server with a 2s timeout).
+func (e *Ensemble) Leader() int {
+	for i := range e.servers {
+		if !e.Running(i) {
+			continue
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		m, err := e.Mode(ctx, i)
+		cancel()
+		if err == nil && (m == "leader" || m == "standalone") {
+			return i
+		}
+	}
+	return -1
+}
+
+// WaitReady polls until every running server answers `ruok` with `imok`. It
+// fails early, with the tail of the server's log, when a server process
+// exits or its log reports a port collision (ErrPortInUse). Stopped servers
+// are not waited for.
+func (e *Ensemble) WaitReady(ctx context.Context) error {
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		notReady, err := e.ready(ctx)
+		if notReady < 0 {
+			return nil
+		}
+		if errors.Is(err, ErrExited) || errors.Is(err, ErrPortInUse) || errors.Is(err, ErrNotRunning) {
+			return e.explain(err, notReady)
+		}
+		select {
+		case <-ctx.Done():
+			if err == nil {
+				err = ctx.Err()
+			}
+			return e.explain(fmt.Errorf("%w: server %d (myid %d): %v", ErrNotReady, notReady, notReady+1, err), notReady)
+		case <-tick.C:
+		}
+	}
+}
+
+// ready returns -1 if every running server serves, else the index of the
+// first one that does not and why.
+func (e *Ensemble) ready(ctx context.Context) (int, error) {
+	e.mu.Lock()
+	procs := make([]*process, len(e.servers))
+	for i, s := range e.servers {
+		procs[i] = s.proc
+	}
+	e.mu.Unlock()
+	running := 0
+	for i, p := range procs {
+		if p == nil {
+			continue
+		}
+		running++
+		select {
+		case <-p.done:
+			if e.portInUse(i) {
+				return i, fmt.Errorf("%w: server %d (myid %d) exited: %v", ErrPortInUse, i, i+1, p.err)
+			}
+			return i, fmt.Errorf("%w: server %d (myid %d): %v", ErrExited, i, i+1, p.err)
+		default:
+		}
+		if e.portInUse(i) {
+			// The admin port failing leaves the process running.
+			return i, fmt.Errorf("%w: server %d (myid %d)", ErrPortInUse, i, i+1)
+		}
+		qctx, cancel := context.WithTimeout(ctx, time.Second)
+		out, err := FourLetterWord(qctx, e.Addr(i), "ruok")
+		cancel()
+		if err != nil {
+			return i, err
+		}
+		if out != "imok" && out != "ruok is not executed because it is not in the whitelist.\n" {
+			return i, fmt.Errorf("ruok answered %q", out)
+		}
+	}
+	if running == 0 {
+		return 0, fmt.Errorf("%w: no server running", ErrNotRunning)
+	}
+	return -1, nil
+}
+
+// portInUse reports whether server i's log, since its last launch, reports a
+// bind failure.
+func (e *Ensemble) portInUse(i int) bool {
+	e.mu.Lock()
+	s := e.servers[i]
+	from := s.logStart
+	e.mu.Unlock()
+	data := readFrom(filepath.Join(s.dir, LogName), from)
+	return bytes.Contains(bytes.ToLower(data), []byte("address already in use"))
+}
+
+func readFrom(path string, off int64) []byte {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	if _, err := f.Seek(off, io.SeekStart); err != nil {
+		return nil
+	}
+	data, _ := io.ReadAll(f)
+	return data
+}
+
+// explain adds the tail of server i's log since its last launch (and, if
+// that is empty, of the whole log) to err.
+func (e *Ensemble) explain(err error, i int) error {
+	if i < 0 || i >= len(e.servers) {
+		return err
+	}
+	e.mu.Lock()
+	s := e.servers[i]
+	from := s.logStart
+	e.mu.Unlock()
+	path := filepath.Join(s.dir, LogName)
+	data := readFrom(path, from)
+	if len(bytes.TrimSpace(data)) == 0 {
+		data = readFrom(path, 0)
+	}
+	if len(bytes.TrimSpace(data)) == 0 {
+		return fmt.Errorf("%w (%s is empty)", err, path)
+	}
+	return fmt.Errorf("%w\n--- tail of %s ---\n%s", err, path, Tail(data, 25))
+}
+
+// Tail returns the last n lines of data.
+func Tail(data []byte, n int) string {
+	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// Close stops every server (SIGKILL; SIGTERM with KeepDir so that the
+// servers shut down cleanly), waits for the processes, and removes the
+// ensemble directory unless KeepDir. It is idempotent.
+func (e *Ensemble) Close() error {
+	e.mu.Lock()
+	if e.closed {
+		e.mu.Unlock()
+		return nil
+	}
+	e.closed = true
+	var procs []*process
+	for _, s := range e.servers {
+		if s.proc != nil {
+			procs = append(procs, s.proc)
+			s.proc = nil
+		}
+	}
+	e.mu.Unlock()
+	sig, grace := syscall.SIGKILL, time.Duration(0)
+	if e.opts.KeepDir {
+		sig, grace = syscall.SIGTERM, 15*time.Second
+	}
+	var wg sync.WaitGroup
+	for _, p := range procs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			terminate(p, sig, grace)
+		}()
+	}
+	wg.Wait()
+	if !e.opts.KeepDir {
+		return e.removeDir()
+	}
+	return nil
+}
+
+func (e *Ensemble) removeDir() error {
+	if err := os.RemoveAll(e.root); err != nil {
+		return fmt.Errorf("corralproc: %w", err)
+	}
+	return nil
+}
+
+// FourLetterWord sends a four-letter word (ruok, srvr, mntr, ...) to addr
+// and returns the whole reply; the server closes the connection after
+// answering.
+func FourLetterWord(ctx context.Context, addr, word string) (string, error) {
+	var d net.Dialer
+	conn, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return "", err
+	}
+	defer conn.Close()
+	if dl, ok := ctx.Deadline(); ok {
+		_ = conn.SetDeadline(dl)
+	} else {
+		_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
+	}
+	if _, err := conn.Write([]byte(word)); err != nil {
+		return "", err
+	}
+	out, err := io.ReadAll(conn)
+	if err != nil && len(out) == 0 {
+		return "", err
+	}
+	return string(out), nil
+}
+
+// ShardLeader is one line of a server's admin /shards page: which replica
+// (myid) that server believes leads a Raft group.
+type ShardLeader struct {
+	Shard     uint64 // Raft group id: 1 is the session (meta) shard, 2.. the data shards
+	Leader    uint64 // myid of the leader, meaningful if HasLeader
+	Term      uint64
+	HasLeader bool
+}
+
+// ShardLeaders asks server i's admin port (/shards) who leads each Raft
+// group, in its view.
+func (e *Ensemble) ShardLeaders(ctx context.Context, i int) ([]ShardLeader, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+e.AdminAddr(i)+"/shards", nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("corralproc: /shards of server %d: %s: %s", i, resp.Status, bytes.TrimSpace(body))
+	}
+	var out []ShardLeader
+	for _, line := range strings.Split(strings.TrimSpace(string(body)), "\n") {
+		var l ShardLeader
+		if _, err := fmt.Sscanf(line, "shard=%d leader=%d term=%d has_leader=%t", &l.Shard, &l.Leader, &l.Term, &l.HasLeader); err != nil {
+			return nil, fmt.Errorf("corralproc: /shards of server %d: line %q: %v", i, line, err)
+		}
+		out = append(out, l)
+	}
+	return out, nil
+}
+
+// WaitLeaders polls until every running server sees a leader for every Raft
+// group and that leader is a running server. After a Kill, this is the point
+// from which requests no longer go to the dead server's Raft groups.
+func (e *Ensemble) WaitLeaders(ctx context.Context) error {
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		err := e.leadersSettled(ctx)
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%w: leaders: %v", ErrNotReady, err)
+		case <-tick.C:
+		}
+	}
+}
+
+func (e *Ensemble) leadersSettled(ctx context.Context) error {
+	running := map[uint64]bool{}
+	for i := range e.servers {
+		if e.Running(i) {
+			running[uint64(i+1)] = true
+		}
+	}
+	for i := range e.servers {
+		if !running[uint64(i+1)] {
+			continue
+		}
+		qctx, cancel := context.WithTimeout(ctx, time.Second)
+		ls, err := e.ShardLeaders(qctx, i)
+		cancel()
+		if err != nil {
+			return err
+		}
+		for _, l := range ls {
+			if !l.HasLeader || !running[l.Leader] {
+				return fmt.Errorf("server %d sees shard %d without a running leader (%+v)", i, l.Shard, l)
+			}
+		}
+	}
+	return nil
+}
