@@ -83,3 +83,16 @@ func machineJiffies() (busy, total uint64) {
 	}
 	return busy, total
 }
+
+// loadAvg returns the first three fields of /proc/loadavg ("?" elsewhere).
+func loadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "?"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "?"
+	}
+	return strings.Join(f[:3], " ")
+}

@@ -155,7 +155,7 @@ func MainContext(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	if !cfg.Quiet {
 		prog = NewProgress(stderr)
 	}
-	e := &env{cfg: cfg, targets: targets, prog: prog, started: time.Now()}
+	e := &env{cfg: cfg, targets: targets, prog: prog, started: time.Now(), loadStart: loadAvg()}
 	runErr := exp.run(ctx, e)
 	prog.Close()
 	if werr := e.writeSummary(); werr != nil && runErr == nil {
@@ -368,13 +368,14 @@ func (t namedExternal) Name() string { return t.name }
 
 // env is the state of one experiment run.
 type env struct {
-	cfg      *Config
-	targets  []Target
-	prog     *Progress
-	started  time.Time
-	failures []string
-	sections []string // markdown sections of summary.md, in order
-	files    []string
+	cfg       *Config
+	targets   []Target
+	prog      *Progress
+	started   time.Time
+	loadStart string
+	failures  []string
+	sections  []string // markdown sections of summary.md, in order
+	files     []string
 }
 
 // fail records that a target could not run (part of) an experiment; the run goes on.
@@ -448,6 +449,8 @@ func (e *env) writeSummary() error {
 	fmt.Fprintf(&b, "- started: %s, took %s\n", e.started.Format(time.RFC3339), time.Since(e.started).Round(time.Second))
 	host, _ := os.Hostname()
 	fmt.Fprintf(&b, "- machine: %s, %d CPUs, %s/%s, %s\n", host, runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, runtime.Version())
+	fmt.Fprintf(&b, "- load average (1/5/15 min) at start: %s, at end: %s — anything above the core count means other processes competed with the run\n",
+		e.loadStart, loadAvg())
 	names := make([]string, 0, len(e.targets))
 	for _, t := range e.targets {
 		names = append(names, t.Name())
