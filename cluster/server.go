@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"path/filepath"
 	"sort"
@@ -131,6 +132,7 @@ func (s *Server) startRaft() error {
 	}
 	s.router = router.New(ids, tags, s.hub.Trigger)
 
+	pm := router.NewMetrics(s.reg)
 	members := map[uint64]dragonboat.Target{}
 	for _, p := range cfg.AllPeers() {
 		members[p.ID] = p.RaftAddress()
@@ -167,7 +169,7 @@ func (s *Server) startRaft() error {
 			return fmt.Errorf("cluster: starting data shard %d: %w", id, err)
 		}
 		sh := s.router.Shard(id)
-		sh.Proposer = router.NewProposer(id, s.proposeFunc(id), router.ProposerOptions{Log: s.log})
+		sh.Proposer = router.NewProposer(id, s.proposeFunc(id), router.ProposerOptions{Log: s.log, Metrics: pm})
 	}
 	s.sessions = session.NewManager(session.Options{Self: cfg.MyID, Tick: cfg.TickTime / 2, Table: s.table,
 		Meta: metaRaft{s}, CloseOnShards: s.closeOnShards, Log: s.log})
@@ -178,7 +180,7 @@ func (s *Server) startRaft() error {
 func (s *Server) proposeFunc(shardID uint64) router.ProposeFunc {
 	cs := s.nh.GetNoOPSession(shardID)
 	delay := s.cfg.ApplyDelay()
-	return func(ctx context.Context, cmd []byte) ([]byte, error) {
+	return func(ctx context.Context, cmd []byte) (func() ([]byte, error), error) {
 		if delay > 0 {
 			select {
 			case <-time.After(delay):
@@ -195,22 +197,24 @@ func (s *Server) proposeFunc(shardID uint64) router.ProposeFunc {
 				return nil, fmt.Errorf("%w: %v", router.ErrRetryable, err)
 			}
 		}
-		defer rs.Release()
-		select {
-		case r := <-rs.ResultC():
-			switch {
-			case r.Completed():
-				return r.GetResult().Data, nil
-			case r.Dropped(), r.Rejected():
-				return nil, fmt.Errorf("%w: proposal dropped", router.ErrRetryable)
-			case r.Terminated():
-				return nil, fmt.Errorf("%w: shard terminated", router.ErrStopped)
-			default:
-				return nil, errors.New("proposal timed out or aborted")
+		return func() ([]byte, error) {
+			defer rs.Release()
+			select {
+			case r := <-rs.ResultC():
+				switch {
+				case r.Completed():
+					return r.GetResult().Data, nil
+				case r.Dropped(), r.Rejected():
+					return nil, fmt.Errorf("%w: proposal dropped", router.ErrRetryable)
+				case r.Terminated():
+					return nil, fmt.Errorf("%w: shard terminated", router.ErrStopped)
+				default:
+					return nil, errors.New("proposal timed out or aborted")
+				}
+			case <-ctx.Done():
+				return nil, router.ErrStopped
 			}
-		case <-ctx.Done():
-			return nil, router.ErrStopped
-		}
+		}, nil
 	}
 }
 
@@ -411,6 +415,9 @@ func (s *Server) startAdmin() {
 			fmt.Fprintf(w, "shard=%d leader=%d term=%d has_leader=%v\n", id, lid, term, ok)
 		}
 	})
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	addr := net.JoinHostPort(s.cfg.AdminAddress, fmt.Sprint(s.cfg.AdminPort))
 	s.admin = &http.Server{Addr: addr, Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	s.wg.Add(1)

@@ -6,19 +6,32 @@ import (
 	"encoding/binary"
 	"errors"
 	"log/slog"
+	"strconv"
 	"sync"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/corral/corral/shard"
 )
 
-// ProposeFunc proposes one encoded batch to a shard's Raft group and waits until this server
-// has applied it, returning the entry's result bytes. It classifies failures:
+// ProposeFunc hands one encoded batch to a shard's Raft group without waiting for it, and
+// returns a function that waits until this server has applied it and returns the entry's result
+// bytes. The proposer calls ProposeFunc in batch order from one goroutine, so batches enter the
+// Raft log in that order unless one is dropped; it calls the returned wait function from
+// another goroutine. Failures (from either) are classified:
 //   - ErrRetryable (wrapped): the entry was certainly not appended (no leader, busy, dropped);
 //   - ErrStopped (wrapped): the shard or server is closing;
 //   - any other error: the outcome is unknown (e.g. a timeout), re-proposing the same batch is
 //     safe because the shard deduplicates it.
-type ProposeFunc func(ctx context.Context, cmd []byte) ([]byte, error)
+type ProposeFunc func(ctx context.Context, cmd []byte) (wait func() ([]byte, error), err error)
+
+// SyncPropose adapts a blocking propose-and-wait function to ProposeFunc (tests, simple shards).
+func SyncPropose(f func(ctx context.Context, cmd []byte) ([]byte, error)) ProposeFunc {
+	return func(ctx context.Context, cmd []byte) (func() ([]byte, error), error) {
+		return func() ([]byte, error) { return f(ctx, cmd) }, nil
+	}
+}
 
 // ErrRetryable marks a proposal failure after which the batch was certainly not applied.
 var ErrRetryable = errors.New("router: retryable proposal failure")
@@ -38,6 +51,7 @@ type ProposerOptions struct {
 	IdleReset     time.Duration // a proposer idle this long takes a new id (default 1h)
 	Log           *slog.Logger
 	Now           func() time.Time
+	Metrics       *Metrics
 }
 
 func (o *ProposerOptions) fill() {
@@ -58,6 +72,9 @@ func (o *ProposerOptions) fill() {
 	}
 	if o.Now == nil {
 		o.Now = time.Now
+	}
+	if o.Metrics == nil {
+		o.Metrics = NewMetrics(nil)
 	}
 }
 
@@ -80,6 +97,7 @@ type Proposer struct {
 		lastUsed time.Time
 	}
 	wake chan struct{}
+	obs  proposerObservers
 	ctx  context.Context
 	stop context.CancelFunc
 	wg   sync.WaitGroup
@@ -89,6 +107,15 @@ type Proposer struct {
 func NewProposer(shardID uint64, propose ProposeFunc, opts ProposerOptions) *Proposer {
 	opts.fill()
 	p := &Proposer{shardID: shardID, propose: propose, opts: opts, wake: make(chan struct{}, 1)}
+	label := strconv.FormatUint(shardID, 10)
+	p.obs = proposerObservers{
+		batchOps:   opts.Metrics.batchOps.WithLabelValues(label),
+		latency:    opts.Metrics.latency.WithLabelValues(label),
+		retryable:  opts.Metrics.retries.WithLabelValues(label, "retryable"),
+		unknown:    opts.Metrics.retries.WithLabelValues(label, "unknown"),
+		outOfOrder: opts.Metrics.retries.WithLabelValues(label, "out_of_order"),
+		queue:      opts.Metrics.queueDepth.WithLabelValues(label),
+	}
 	p.ctx, p.stop = context.WithCancel(context.Background())
 	p.mu.id = newProposerID()
 	done := make(chan struct{})
@@ -146,12 +173,21 @@ func (p *Proposer) Stop() {
 	p.wg.Wait()
 }
 
+type proposerObservers struct {
+	batchOps, latency              prometheus.Observer
+	retryable, unknown, outOfOrder prometheus.Counter
+	queue                          prometheus.Gauge
+}
+
 type inflight struct {
-	seq  uint64
-	cmd  []byte
-	reqs []*Request
-	prev chan struct{} // closed when the previous batch settled
-	done chan struct{} // closed when this batch settled
+	seq   uint64
+	cmd   []byte
+	wait  func() ([]byte, error) // the first proposal, made in order by the loop
+	err   error                  // its immediate failure
+	reqs  []*Request
+	start time.Time
+	prev  chan struct{} // closed when the previous batch settled
+	done  chan struct{} // closed when this batch settled
 }
 
 func (p *Proposer) loop() {
@@ -167,6 +203,9 @@ func (p *Proposer) loop() {
 			if b == nil {
 				break
 			}
+			// Propose here, in batch order, so batches reach the log in seq order; waiting
+			// for the outcome happens on the batch's own goroutine.
+			b.wait, b.err = p.propose(p.ctx, b.cmd)
 			p.wg.Add(1)
 			go p.run(b)
 		}
@@ -209,7 +248,9 @@ func (p *Proposer) next() *inflight {
 	for i, r := range reqs {
 		b.Ops[i] = r.Op
 	}
-	f := &inflight{seq: p.mu.seq, cmd: b.AppendTo(make([]byte, 0, size+64)), reqs: reqs,
+	p.obs.batchOps.Observe(float64(n))
+	p.obs.queue.Set(float64(len(p.mu.queue)))
+	f := &inflight{seq: p.mu.seq, start: now, cmd: b.AppendTo(make([]byte, 0, size+64)), reqs: reqs,
 		prev: p.mu.lastDone, done: make(chan struct{})}
 	p.mu.lastDone = f.done
 	p.mu.inFlight++
@@ -221,6 +262,7 @@ func (p *Proposer) next() *inflight {
 func (p *Proposer) run(b *inflight) {
 	defer p.wg.Done()
 	results, err := p.settle(b)
+	p.obs.latency.Observe(time.Since(b.start).Seconds())
 	close(b.done)
 	p.mu.Lock()
 	p.mu.inFlight--
@@ -242,34 +284,57 @@ func (p *Proposer) settle(b *inflight) ([]shard.OpResult, error) {
 	backoff := 2 * time.Millisecond
 	waitPrev := false
 	for attempt := 0; ; attempt++ {
-		if waitPrev {
+		if attempt > 0 {
+			// Retry right after the predecessor settles (the usual case after a drop or an
+			// out-of-order refusal); back off when there is nothing to wait for.
+			prevSettled := false
 			select {
 			case <-b.prev:
-			case <-p.ctx.Done():
-				return nil, ErrStopped
+				prevSettled = true
+			default:
+			}
+			if waitPrev && !prevSettled {
+				select {
+				case <-b.prev:
+				case <-p.ctx.Done():
+					return nil, ErrStopped
+				}
+			} else {
+				select {
+				case <-time.After(backoff):
+				case <-p.ctx.Done():
+					return nil, ErrStopped
+				}
+				if backoff < 200*time.Millisecond {
+					backoff *= 2
+				}
 			}
 		}
-		if attempt > 0 {
-			select {
-			case <-time.After(backoff):
-			case <-p.ctx.Done():
-				return nil, ErrStopped
+		var out []byte
+		var err error
+		if attempt == 0 {
+			err = b.err
+			if err == nil {
+				out, err = b.wait()
 			}
-			if backoff < 200*time.Millisecond {
-				backoff *= 2
+		} else {
+			var wait func() ([]byte, error)
+			if wait, err = p.propose(p.ctx, b.cmd); err == nil {
+				out, err = wait()
 			}
 		}
-		out, err := p.propose(p.ctx, b.cmd)
 		switch {
 		case err == nil:
 		case errors.Is(err, ErrStopped) || p.ctx.Err() != nil:
 			return nil, ErrStopped
 		case errors.Is(err, ErrRetryable):
+			p.obs.retryable.Inc()
 			waitPrev = true
 			continue
 		default:
 			// Unknown outcome: propose the same batch again; the shard deduplicates it.
 			p.opts.Log.Debug("proposal outcome unknown, re-proposing", "shard", p.shardID, "seq", b.seq, "err", err)
+			p.obs.unknown.Inc()
 			continue
 		}
 		res, derr := shard.DecodeBatchResult(out)
@@ -285,6 +350,7 @@ func (p *Proposer) settle(b *inflight) ([]shard.OpResult, error) {
 		case shard.BatchDuplicateUnknown:
 			return nil, ErrOutcomeUnknown
 		case shard.BatchOutOfOrder:
+			p.obs.outOfOrder.Inc()
 			waitPrev = true
 		default:
 			return nil, ErrOutcomeUnknown

@@ -70,7 +70,7 @@ func TestProposerExactlyOnceInOrder(t *testing.T) {
 	for seed := int64(1); seed <= 5; seed++ {
 		f := &fakeRaft{st: shard.NewState(shard.StateConfig{Tag: 1, OwnsRoot: true}), rng: rand.New(rand.NewSource(seed)),
 			dropP: 0.2, lostP: 0.1, delayP: 0.3}
-		p := NewProposer(2, f.propose, ProposerOptions{MaxBatchOps: 7, MaxInFlight: 4})
+		p := NewProposer(2, SyncPropose(f.propose), ProposerOptions{MaxBatchOps: 7, MaxInFlight: 4})
 		const n = 400
 		var wg sync.WaitGroup
 		var mu sync.Mutex
@@ -109,13 +109,13 @@ func TestProposerExactlyOnceInOrder(t *testing.T) {
 
 func TestProposerStopFailsQueued(t *testing.T) {
 	block := make(chan struct{})
-	p := NewProposer(2, func(ctx context.Context, cmd []byte) ([]byte, error) {
+	p := NewProposer(2, SyncPropose(func(ctx context.Context, cmd []byte) ([]byte, error) {
 		select {
 		case <-block:
 		case <-ctx.Done():
 		}
 		return nil, ErrStopped
-	}, ProposerOptions{})
+	}), ProposerOptions{})
 	errs := make(chan error, 3)
 	for i := 0; i < 3; i++ {
 		p.Submit(&Request{Op: createOp("/x"), Done: func(_ shard.OpResult, err error) { errs <- err }})

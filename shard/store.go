@@ -56,7 +56,7 @@ func tombKeyBytes(session int64) []byte {
 // NoSync and Sync() fsyncs the WAL.
 func pebbleOptions(log *slog.Logger) *pebble.Options {
 	return &pebble.Options{
-		MemTableSize:                1 << 20,
+		MemTableSize:                8 << 20,
 		MemTableStopWritesThreshold: 4,
 		MaxOpenFiles:                64,
 		L0CompactionThreshold:       4,
