@@ -31,13 +31,12 @@ func TestMain(m *testing.M) {
 }
 
 // scriptPath is recipes.py next to this file.
-func scriptPath(t testing.TB) string {
-	t.Helper()
+func scriptPath() (string, error) {
 	_, file, _, ok := runtime.Caller(0)
 	if !ok {
-		t.Fatalf("cannot locate recipes.py")
+		return "", fmt.Errorf("cannot locate recipes.py")
 	}
-	return filepath.Join(filepath.Dir(file), "recipes.py")
+	return filepath.Join(filepath.Dir(file), "recipes.py"), nil
 }
 
 // KazooAvailable says why kazoo cannot run, or nil.
@@ -56,26 +55,40 @@ var chrootSeq atomic.Int64
 // script fails or does not finish within two minutes.
 func RunRecipes(t testing.TB, connect string) string {
 	t.Helper()
-	if err := KazooAvailable(); err != nil {
+	began := time.Now()
+	out, err := runRecipes(connect)
+	if err != nil {
 		t.Fatal(err)
+	}
+	t.Logf("recipes.py against %s took %v", connect, time.Since(began).Round(time.Millisecond))
+	return out
+}
+
+// runRecipes is RunRecipes without t, for use from other goroutines.
+func runRecipes(connect string) (string, error) {
+	if err := KazooAvailable(); err != nil {
+		return "", err
+	}
+	script, err := scriptPath()
+	if err != nil {
+		return "", err
 	}
 	chroot := fmt.Sprintf("kazoo-%d-%d-%d", os.Getpid(), time.Now().UnixNano(), chrootSeq.Add(1))
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, Python, scriptPath(t), connect, chroot)
+	cmd := exec.CommandContext(ctx, Python, script, connect, chroot)
 	cmd.Env = append(os.Environ(), "PYTHONDONTWRITEBYTECODE=1")
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	began := time.Now()
 	if err := cmd.Run(); err != nil {
-		t.Fatalf("recipes.py %s %s: %v (after %v)\nstderr:\n%s\nstdout:\n%s", connect, chroot, err,
+		return "", fmt.Errorf("recipes.py %s %s: %v (after %v)\nstderr:\n%s\nstdout:\n%s", connect, chroot, err,
 			time.Since(began).Round(time.Millisecond), stderr.String(), stdout.String())
 	}
 	if !json.Valid(stdout.Bytes()) {
-		t.Fatalf("recipes.py printed no valid JSON:\n%s\nstderr:\n%s", stdout.String(), stderr.String())
+		return "", fmt.Errorf("recipes.py printed no valid JSON:\n%s\nstderr:\n%s", stdout.String(), stderr.String())
 	}
-	t.Logf("recipes.py against %s took %v", connect, time.Since(began).Round(time.Millisecond))
-	return stdout.String()
+	return stdout.String(), nil
 }
 
 func startZK(t *testing.T) *apachezk.Ensemble {

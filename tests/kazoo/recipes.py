@@ -14,6 +14,12 @@ unexpected exception (traceback on stderr).
 Concurrency (a second contender blocking on a lock, a double barrier) runs
 in threads that are always joined; every wait is bounded and awaited through
 ZooKeeper watches, never through sleeps.
+
+The clients may be connected to different servers of an ensemble, and
+ZooKeeper guarantees a client only its own writes and what its server has
+applied: a read by one client of what another client just wrote is preceded
+by sync() on the reading client (fresh()), as an application would do.
+Otherwise the transcript depends on which servers kazoo happened to pick.
 """
 
 import json
@@ -60,6 +66,12 @@ def stat_view(stat, self_session=None):
         "created==modified": stat.czxid == stat.mzxid,
         "pzxid==czxid": stat.pzxid == stat.czxid,
     }
+
+
+def fresh(client, path):
+    """Make client's server catch up with the leader before a read of what
+    another client wrote (ZooKeeper's sync; a no-op on one server)."""
+    client.sync(path)
 
 
 def err_name(exc):
@@ -151,6 +163,7 @@ def crud(t, a, b):
     t.add("ephemeral seq", a.create("/crud/eseq-", b"", ephemeral=True, sequence=True))
     t.add("child of ephemeral", attempt(a.create, "/crud/eph/c", b""))
     t.add("exists eph", stat_view(a.exists("/crud/eph"), sid))
+    fresh(b, "/crud")
     t.add("exists eph from b", stat_view(b.exists("/crud/eph"), sid))
     t.add("exists missing", a.exists("/crud/missing"))
     t.add("null data is None", a.get("/crud/plain")[0] is None)
@@ -163,7 +176,7 @@ def crud(t, a, b):
     t.add("delete missing", attempt(a.delete, "/crud/plain"))
     t.add("delete recursive", a.delete("/crud/x", recursive=True))
     t.add("children after", sorted(a.get_children("/crud")))
-    t.add("sync", a.sync("/crud"))
+    t.add("sync", b.sync("/crud"))
     t.add("get from b after sync", b.get("/crud")[0].decode())
     # include_data sends create2 (opcode 15), which returns the new stat.
     path, st = a.create("/crud/c2", b"c2", include_data=True)
@@ -184,9 +197,11 @@ def acls(t, a, b):
     t.add("get priv with auth", a.get("/acl/priv")[0].decode())
     acl_list, st = a.get_acls("/acl/priv")
     t.add("get_acls", [[x.perms, x.id.scheme, x.id.id] for x in acl_list] + [stat_view(st)])
+    fresh(b, "/acl")
     t.add("b get priv", attempt(b.get, "/acl/priv"))
     t.add("set_acls", stat_view(a.set_acls("/acl/priv", [world_read, alice], version=0)))
     t.add("set_acls stale", attempt(a.set_acls, "/acl/priv", [world_read], version=0))
+    fresh(b, "/acl")
     t.add("b get priv now", b.get("/acl/priv")[0].decode())
     t.add("b set priv", attempt(b.set, "/acl/priv", b"x"))
     t.add("b set_acls priv", attempt(b.set_acls, "/acl/priv", [world_read]))
@@ -309,6 +324,7 @@ def sessions(t, connect):
             events.append([event.type, event.path])
             gone.set()
 
+        fresh(c, "/sess")
         c.exists("/sess/e1", watch=on_delete)
         t.add("ephemerals before close", sorted(c.get_children("/sess")))
         d.stop()
@@ -346,15 +362,18 @@ def lock(t, a, b):
     t.add("lock b acquired", got)
     t.add("lock contenders after", lb.contenders())
     t.add("lock b release", lb.release())
+    fresh(a, "/lock")
     t.add("lock contenders end", la.contenders())
 
     sem = a.Semaphore("/sem", "alpha", max_leases=2)
     sem_b = b.Semaphore("/sem", "beta", max_leases=2)
     t.add("semaphore a", sem.acquire(timeout=WAIT))
     t.add("semaphore b", sem_b.acquire(timeout=WAIT))
+    fresh(a, "/sem")
     t.add("semaphore holders", sorted(sem.lease_holders()))
     sem.release()
     sem_b.release()
+    fresh(a, "/sem")
     t.add("semaphore holders end", sorted(sem.lease_holders()))
 
 
@@ -381,6 +400,7 @@ def election(t, a, b):
     join(th, "beta election")
     th.check()
     t.add("election", log)
+    fresh(a, "/election")
     t.add("election contenders end", ea.contenders())
 
 
@@ -408,6 +428,7 @@ def barriers(t, a, b):
     join(th, "double barrier enter")
     th.check()
     t.add("double barrier entered", [da.participating, db.participating])
+    fresh(a, "/dbarrier")
     t.add("double barrier members", len(a.get_children("/dbarrier")))
     th = Thread(db.leave)
     th.start()
@@ -415,6 +436,7 @@ def barriers(t, a, b):
     join(th, "double barrier leave")
     th.check()
     t.add("double barrier left", [da.participating, db.participating])
+    fresh(a, "/dbarrier")
     t.add("double barrier empty", a.get_children("/dbarrier"))
 
 
@@ -427,6 +449,7 @@ def counter(t, a, b):
     cb = b.Counter("/counter")
     cb += 10
     t.add("counter from b", cb.value)
+    fresh(a, "/counter")
     t.add("counter value", c.value)
     f = a.Counter("/fcounter", default=0.5)
     f += 1.25
@@ -441,9 +464,11 @@ def party(t, a, b):
     pb = b.Party("/party", "beta")
     pa.join()
     pb.join()
+    fresh(a, "/party")
     t.add("party members", sorted(pa))
     t.add("party size", len(pa))
     pb.leave()
+    fresh(a, "/party")
     t.add("party after leave", sorted(pa))
     pa.leave()
     t.add("party empty", len(pa))
@@ -451,9 +476,11 @@ def party(t, a, b):
     sb = b.ShallowParty("/shallow", "beta")
     sa.join()
     sb.join()
+    fresh(a, "/shallow")
     t.add("shallow party", sorted(sa))
     sa.leave()
     sb.leave()
+    fresh(a, "/shallow")
     t.add("shallow party empty", len(sa))
 
 
@@ -465,7 +492,9 @@ def queues(t, a, b):
     q.put(b"low2", priority=100)
     t.add("queue len", len(q))
     qb = b.Queue("/queue")
+    fresh(b, "/queue")
     t.add("queue order", [qb.get().decode() for _ in range(4)])
+    fresh(a, "/queue")
     t.add("queue empty get", q.get())
     t.add("queue len end", len(q))
 
@@ -480,6 +509,7 @@ def queues(t, a, b):
     t.add("locking queue a release", lq.release())
     t.add("locking queue a holds lock after release", lq.holds_lock())
     t.add("locking queue b consume", lqb.consume())
+    fresh(a, "/lqueue")
     t.add("locking queue len after consume", len(lq))
     t.add("locking queue a get again", lq.get(timeout=WAIT).decode())
     t.add("locking queue a consume", lq.consume())
@@ -522,6 +552,7 @@ def main():
         counter(t, a, b)
         party(t, a, b)
         queues(t, a, b)
+        fresh(a, "/")
         t.add("top level", sorted(a.get_children("/")))
     finally:
         for z in (a, b):
