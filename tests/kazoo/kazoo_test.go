@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -56,7 +57,7 @@ var chrootSeq atomic.Int64
 func RunRecipes(t testing.TB, connect string) string {
 	t.Helper()
 	began := time.Now()
-	out, err := runRecipes(connect)
+	out, err := runRecipes(connect, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,8 +65,9 @@ func RunRecipes(t testing.TB, connect string) string {
 	return out
 }
 
-// runRecipes is RunRecipes without t, for use from other goroutines.
-func runRecipes(connect string) (string, error) {
+// runRecipes is RunRecipes without t, for use from other goroutines. The
+// second client uses connectB if it is not empty.
+func runRecipes(connect, connectB string) (string, error) {
 	if err := KazooAvailable(); err != nil {
 		return "", err
 	}
@@ -76,13 +78,17 @@ func runRecipes(connect string) (string, error) {
 	chroot := fmt.Sprintf("kazoo-%d-%d-%d", os.Getpid(), time.Now().UnixNano(), chrootSeq.Add(1))
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, Python, script, connect, chroot)
+	args := []string{script, connect, chroot}
+	if connectB != "" {
+		args = append(args, connectB)
+	}
+	cmd := exec.CommandContext(ctx, Python, args...)
 	cmd.Env = append(os.Environ(), "PYTHONDONTWRITEBYTECODE=1")
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	began := time.Now()
 	if err := cmd.Run(); err != nil {
-		return "", fmt.Errorf("recipes.py %s %s: %v (after %v)\nstderr:\n%s\nstdout:\n%s", connect, chroot, err,
+		return "", fmt.Errorf("recipes.py %s: %v (after %v)\nstderr:\n%s\nstdout:\n%s", strings.Join(args[1:], " "), err,
 			time.Since(began).Round(time.Millisecond), stderr.String(), stdout.String())
 	}
 	if !json.Valid(stdout.Bytes()) {

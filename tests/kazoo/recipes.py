@@ -1,7 +1,10 @@
 #!/usr/bin/python3
 """Exercise kazoo's recipes and basic API against a ZooKeeper-protocol server.
 
-Usage: /usr/bin/python3 recipes.py <connect-string> <chroot-name>
+Usage: /usr/bin/python3 recipes.py <connect-string> <chroot-name> [<connect-string-b>]
+
+The second client (b, and d in the session test) uses <connect-string-b>
+when given, e.g. to pin the two clients to different servers of an ensemble.
 
 Runs a fixed, deterministic sequence of operations under /<chroot-name>
 (created if missing) with two kazoo clients and prints a canonical JSON
@@ -308,10 +311,10 @@ def transactions(t, a):
     t.add("txn children", sorted(a.get_children("/txn")))
 
 
-def sessions(t, connect):
+def sessions(t, connect, connect_b):
     c = KazooClient(hosts=connect, timeout=10.0)
     c.start(timeout=WAIT)
-    d = KazooClient(hosts=connect, timeout=10.0)
+    d = KazooClient(hosts=connect_b, timeout=10.0)
     d.start(timeout=WAIT)
     try:
         c.ensure_path("/sess")
@@ -520,10 +523,11 @@ def queues(t, a, b):
 
 
 def main():
-    if len(sys.argv) != 3:
-        sys.stderr.write("usage: recipes.py <connect-string> <chroot-name>\n")
+    if len(sys.argv) not in (3, 4):
+        sys.stderr.write("usage: recipes.py <connect-string> <chroot-name> [<connect-string-b>]\n")
         return 2
     connect, name = sys.argv[1], sys.argv[2].strip("/")
+    connect_b = sys.argv[3] if len(sys.argv) == 4 else connect
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
 
     root = KazooClient(hosts=connect, timeout=10.0)
@@ -535,9 +539,10 @@ def main():
         root.close()
 
     chrooted = connect + "/" + name
+    chrooted_b = connect_b + "/" + name
     t = Transcript()
     a = KazooClient(hosts=chrooted, timeout=10.0)
-    b = KazooClient(hosts=chrooted, timeout=10.0)
+    b = KazooClient(hosts=chrooted_b, timeout=10.0)
     a.start(timeout=WAIT)
     b.start(timeout=WAIT)
     try:
@@ -545,7 +550,7 @@ def main():
         acls(t, a, b)
         watches(t, a, b)
         transactions(t, a)
-        sessions(t, chrooted)
+        sessions(t, chrooted, chrooted_b)
         lock(t, a, b)
         election(t, a, b)
         barriers(t, a, b)
