@@ -255,7 +255,11 @@ func (c *conn) handleWhoAmI(h wire.RequestHeader) {
 	ids := c.AuthIDs()
 	resp := &wire.WhoAmIResponse{ClientInfo: make([]wire.ClientInfo, 0, len(ids))}
 	for _, id := range ids {
-		resp.ClientInfo = append(resp.ClientInfo, wire.ClientInfo{AuthScheme: id.Scheme, User: id.ID})
+		user := id.ID
+		if id.Scheme == "digest" { // DigestAuthenticationProvider.getUserName: id.split(":")[0]
+			user, _, _ = strings.Cut(id.ID, ":")
+		}
+		resp.ClientInfo = append(resp.ClientInfo, wire.ClientInfo{AuthScheme: id.Scheme, User: user})
 	}
 	c.reply(h.Xid, wire.ErrOK, resp)
 }
