@@ -1,0 +1,113 @@
+package zkcli_test
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/corral/corral/internal/apachezk"
+	"github.com/corral/corral/internal/corralproc"
+	"github.com/corral/corral/tests/zkcli"
+)
+
+// corralConfig matches what the Apache ZooKeeper side gets through JVM
+// flags: TTL nodes on, no container reaper during the run.
+var corralConfig = map[string]string{
+	"zookeeper.extendedTypesEnabled":  "true",
+	"znode.container.checkIntervalMs": "3600000",
+}
+
+// startBoth starts Apache ZooKeeper (standalone) and a 3-process Corral
+// ensemble concurrently.
+func startBoth(t *testing.T, ctx context.Context) (*apachezk.Ensemble, *corralproc.Ensemble) {
+	t.Helper()
+	if err := zkcli.Available(); err != nil {
+		t.Fatalf("zkCli is required: %v", err)
+	}
+	var zk *apachezk.Ensemble
+	var zkErr error
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		zk, zkErr = apachezk.Start(ctx, apachezk.Options{
+			JVMFlags: []string{apachezk.FlagExtendedTypes, apachezk.FlagNoContainerGC},
+			Config:   map[string]string{"forceSync": "no"},
+		})
+	}()
+	began := time.Now()
+	corral, err := corralproc.Start(ctx, corralproc.Options{Servers: 3, Shards: 2, Config: corralConfig})
+	wg.Wait()
+	if zkErr == nil {
+		t.Cleanup(func() { zk.Close() })
+	}
+	if err == nil {
+		t.Cleanup(func() {
+			if err := corral.Close(); err != nil {
+				t.Errorf("close Corral: %v", err)
+			}
+		})
+	}
+	if zkErr != nil {
+		t.Fatalf("start Apache ZooKeeper: %v", zkErr)
+	}
+	if err != nil {
+		t.Fatalf("start Corral: %v", err)
+	}
+	t.Logf("both serving after %v; Corral at %s", time.Since(began).Round(time.Millisecond), corral.ConnectString())
+	return zk, corral
+}
+
+// TestTranscriptCorralMatchesApacheZooKeeper runs the zkCli command sequence
+// against Apache ZooKeeper and against server 2 of a 3-process Corral
+// ensemble, concurrently, and requires identical normalised transcripts.
+func TestTranscriptCorralMatchesApacheZooKeeper(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	zk, corral := startBoth(t, ctx)
+
+	var want, got string
+	var wantErr, gotErr error
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		want, wantErr = zkcli.Transcript(ctx, zk.Addr(0))
+	}()
+	began := time.Now()
+	got, gotErr = zkcli.Transcript(ctx, corral.Addr(1))
+	t.Logf("zkCli against Corral took %v", time.Since(began).Round(time.Millisecond))
+	wg.Wait()
+	if wantErr != nil {
+		t.Fatalf("against Apache ZooKeeper: %v", wantErr)
+	}
+	if gotErr != nil {
+		t.Fatalf("against Corral: %v", gotErr)
+	}
+	if got != want {
+		t.Fatalf("Corral's transcript differs from Apache ZooKeeper's (- zookeeper, + corral):\n%s", unifiedDiff(t, "zookeeper", want, "corral", got))
+	}
+}
+
+// unifiedDiff returns `diff -u` of two texts.
+func unifiedDiff(t *testing.T, aName, a, bName, b string) string {
+	t.Helper()
+	dir := t.TempDir()
+	pa, pb := filepath.Join(dir, aName), filepath.Join(dir, bName)
+	if err := os.WriteFile(pa, []byte(a), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(pb, []byte(b), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command("diff", "-u", pa, pb).Output()
+	if len(out) == 0 {
+		return "(diff failed: " + err.Error() + ")\n--- " + aName + "\n" + a + "\n+++ " + bName + "\n" + b
+	}
+	return string(out)
+}
