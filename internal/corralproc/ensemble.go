@@ -724,6 +724,10 @@ type ShardLeader struct {
 	HasLeader bool
 }
 
+// adminClient keeps no idle connections: none outlives a call (goleak in
+// callers' TestMain), and servers come and go.
+var adminClient = &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+
 // ShardLeaders asks server i's admin port (/shards) who leads each Raft
 // group, in its view.
 func (e *Ensemble) ShardLeaders(ctx context.Context, i int) ([]ShardLeader, error) {
@@ -731,7 +735,7 @@ func (e *Ensemble) ShardLeaders(ctx context.Context, i int) ([]ShardLeader, erro
 	if err != nil {
 		return nil, err
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := adminClient.Do(req)
 	if err != nil {
 		return nil, err
 	}
