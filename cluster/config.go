@@ -52,6 +52,7 @@ type Config struct {
 	Shards               int           // corral.shards: number of data shards
 	RTT                  time.Duration // corral.rtt: Raft logical clock tick
 	ContainerCheck       time.Duration // znode.container.checkIntervalMs
+	SnapshotEntries      uint64        // corral.snapshotEntries: Raft entries between snapshots
 	Unknown              []string      // keys not understood (warned about)
 	applyDelayForTests   time.Duration
 	SourcePath           string
@@ -74,6 +75,7 @@ func DefaultConfig() Config {
 		Shards:          4,
 		RTT:             10 * time.Millisecond,
 		ContainerCheck:  60 * time.Second,
+		SnapshotEntries: 20000,
 	}
 }
 
@@ -224,6 +226,13 @@ func (c *Config) set(k, v string, minST, maxST *time.Duration) error {
 		c.ContainerCheck, err = ms()
 	case k == "corral.shards":
 		c.Shards, err = atoi()
+	case k == "corral.snapshotEntries":
+		var n int
+		n, err = atoi()
+		if err == nil && n < 10 {
+			err = fmt.Errorf("%d is below the minimum of 10", n)
+		}
+		c.SnapshotEntries = uint64(n)
 	case k == "corral.rttMs":
 		c.RTT, err = ms()
 	case k == "corral.testing.applyDelay":

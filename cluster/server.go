@@ -19,6 +19,7 @@ import (
 	"github.com/lni/dragonboat/v4"
 	"github.com/lni/dragonboat/v4/config"
 	dblogger "github.com/lni/dragonboat/v4/logger"
+	"github.com/lni/dragonboat/v4/raftio"
 	sm "github.com/lni/dragonboat/v4/statemachine"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -91,6 +92,7 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (*Server, error) {
 		s.Close()
 		return nil, err
 	}
+	s.registerGauges()
 	s.startAdmin()
 	s.wg.Add(1)
 	go s.runContainerExpiry()
@@ -107,10 +109,11 @@ func (s *Server) startRaft() error {
 	}
 	self := cfg.Self()
 	nhc := config.NodeHostConfig{
-		NodeHostDir:    filepath.Join(base, "nodehost"),
-		RTTMillisecond: uint64(cfg.RTT / time.Millisecond),
-		RaftAddress:    self.RaftAddress(),
-		Expert:         config.ExpertConfig{LogDB: config.GetSmallMemLogDBConfig()},
+		NodeHostDir:       filepath.Join(base, "nodehost"),
+		RTTMillisecond:    uint64(cfg.RTT / time.Millisecond),
+		RaftAddress:       self.RaftAddress(),
+		Expert:            config.ExpertConfig{LogDB: config.GetSmallMemLogDBConfig()},
+		RaftEventListener: leaderListener{s},
 	}
 	if cfg.DataLogDir != "" {
 		nhc.WALDir = filepath.Join(cfg.DataLogDir, "corral-wal")
@@ -118,12 +121,6 @@ func (s *Server) startRaft() error {
 	if nhc.RTTMillisecond == 0 {
 		nhc.RTTMillisecond = 10
 	}
-	nh, err := dragonboat.NewNodeHost(nhc)
-	if err != nil {
-		return fmt.Errorf("cluster: starting raft node host at %s: %w", self.RaftAddress(), err)
-	}
-	s.nh = nh
-
 	s.hub = watchhub.New(watchhub.Options{})
 	ids := make([]uint64, cfg.Shards)
 	tags := make([]uint8, cfg.Shards)
@@ -131,6 +128,12 @@ func (s *Server) startRaft() error {
 		ids[i], tags[i] = DataShardID(i), uint8(i+1)
 	}
 	s.router = router.New(ids, tags, s.hub.Trigger)
+	nh, err := dragonboat.NewNodeHost(nhc)
+	if err != nil {
+		return fmt.Errorf("cluster: starting raft node host at %s: %w", self.RaftAddress(), err)
+	}
+	s.nh = nh
+
 
 	pm := router.NewMetrics(s.reg)
 	members := map[uint64]dragonboat.Target{}
@@ -139,7 +142,8 @@ func (s *Server) startRaft() error {
 	}
 	raftCfg := func(shardID uint64) config.Config {
 		return config.Config{ShardID: shardID, ReplicaID: cfg.MyID, ElectionRTT: 20, HeartbeatRTT: 2,
-			CheckQuorum: true, SnapshotEntries: 20000, CompactionOverhead: 5000, MaxInMemLogSize: 256 << 20}
+			CheckQuorum: true, SnapshotEntries: cfg.SnapshotEntries, CompactionOverhead: cfg.SnapshotEntries / 4,
+			MaxInMemLogSize: 256 << 20}
 	}
 	initial := func(shardID uint64) map[uint64]dragonboat.Target {
 		if nh.HasNodeInfo(shardID, cfg.MyID) {
@@ -165,11 +169,12 @@ func (s *Server) startRaft() error {
 			scfg.Root = ""
 		}
 		create := func(uint64, uint64) sm.IOnDiskStateMachine { return shard.NewMachine(scfg) }
+		// The proposer exists before the replica starts: the leader listener may call it.
+		sh := s.router.Shard(id)
+		sh.Proposer = router.NewProposer(id, s.proposeFunc(id), router.ProposerOptions{Log: s.log, Metrics: pm})
 		if err := nh.StartOnDiskReplica(initial(id), false, create, raftCfg(id)); err != nil {
 			return fmt.Errorf("cluster: starting data shard %d: %w", id, err)
 		}
-		sh := s.router.Shard(id)
-		sh.Proposer = router.NewProposer(id, s.proposeFunc(id), router.ProposerOptions{Log: s.log, Metrics: pm})
 	}
 	s.sessions = session.NewManager(session.Options{Self: cfg.MyID, Tick: cfg.TickTime / 2, Table: s.table,
 		Meta: metaRaft{s}, CloseOnShards: s.closeOnShards, Log: s.log})
@@ -212,7 +217,8 @@ func (s *Server) proposeFunc(shardID uint64) router.ProposeFunc {
 					return nil, errors.New("proposal timed out or aborted")
 				}
 			case <-ctx.Done():
-				return nil, router.ErrStopped
+				// Shutdown, or the proposer gave up on this attempt after a leader change.
+				return nil, ctx.Err()
 			}
 		}, nil
 	}
@@ -465,4 +471,57 @@ func (s *Server) Close() error {
 	}
 	s.wg.Wait()
 	return nil
+}
+
+// registerGauges exports the state operators watch, computed at scrape time.
+func (s *Server) registerGauges() {
+	s.reg.MustRegister(
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "znode_count", Help: "Znodes on this server's replicas of all data shards."},
+			func() float64 { return float64(s.info().NodeCount) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "watch_count", Help: "Watches registered on this server."},
+			func() float64 { return float64(s.hub.WatchCount()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "global_sessions", Help: "Sessions in the replicated session table."},
+			func() float64 { return float64(s.table.Len()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "last_processed_zxid", Help: "The largest zxid this server has applied."},
+			func() float64 { return float64(s.router.LastZxid()) }),
+	)
+	for _, id := range append([]uint64{MetaShardID}, shardIDs(s.router)...) {
+		labels := prometheus.Labels{"shard": fmt.Sprint(id)}
+		s.reg.MustRegister(
+			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "corral_shard_has_leader", ConstLabels: labels,
+				Help: "1 if this server knows a leader for the shard."}, func() float64 {
+				if _, _, ok, err := s.nh.GetLeaderID(id); err == nil && ok {
+					return 1
+				}
+				return 0
+			}),
+			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "corral_shard_is_leader", ConstLabels: labels,
+				Help: "1 if this server leads the shard."}, func() float64 {
+				if lid, _, ok, err := s.nh.GetLeaderID(id); err == nil && ok && lid == s.cfg.MyID {
+					return 1
+				}
+				return 0
+			}),
+			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "corral_shard_term", ConstLabels: labels,
+				Help: "The shard's Raft term as this server knows it."}, func() float64 {
+				_, term, _, _ := s.nh.GetLeaderID(id)
+				return float64(term)
+			}),
+		)
+	}
+}
+
+// leaderListener tells a data shard's proposer when its leader changes.
+type leaderListener struct{ s *Server }
+
+// LeaderUpdated implements raftio.IRaftEventListener; it runs on dragonboat's event goroutine
+// and must not block.
+func (l leaderListener) LeaderUpdated(info raftio.LeaderInfo) {
+	r := l.s.router
+	if r == nil {
+		return
+	}
+	if sh := r.Shard(info.ShardID); sh != nil && sh.Proposer != nil {
+		sh.Proposer.LeaderChanged()
+	}
 }

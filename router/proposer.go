@@ -33,6 +33,10 @@ func SyncPropose(f func(ctx context.Context, cmd []byte) ([]byte, error)) Propos
 	}
 }
 
+// errLeaderChanged is what a wait returns when LeaderChanged cancelled its epoch (the
+// ProposeFunc's wait returns the context's error, wrapped or not).
+var errLeaderChanged = context.Canceled
+
 // ErrRetryable marks a proposal failure after which the batch was certainly not applied.
 var ErrRetryable = errors.New("router: retryable proposal failure")
 
@@ -95,6 +99,10 @@ type Proposer struct {
 		seq      uint64
 		lastDone chan struct{} // closed when the newest batch is settled
 		lastUsed time.Time
+		// epoch is the context proposals are made under; LeaderChanged cancels it so that
+		// waits on proposals a dead leader may have lost end at once and are re-proposed.
+		epoch  context.Context
+		cancel context.CancelFunc
 	}
 	wake chan struct{}
 	obs  proposerObservers
@@ -121,6 +129,7 @@ func NewProposer(shardID uint64, propose ProposeFunc, opts ProposerOptions) *Pro
 	done := make(chan struct{})
 	close(done)
 	p.mu.lastDone = done
+	p.mu.epoch, p.mu.cancel = context.WithCancel(p.ctx)
 	p.wg.Add(1)
 	go p.loop()
 	return p
@@ -149,6 +158,22 @@ func (p *Proposer) Submit(r *Request) {
 	case p.wake <- struct{}{}:
 	default:
 	}
+}
+
+// LeaderChanged tells the proposer that the shard's leader changed. Proposals in flight may have
+// been lost with the old leader; rather than wait for their timeout, the proposer proposes them
+// again (the shard deduplicates them). It does not block.
+func (p *Proposer) LeaderChanged() {
+	p.mu.Lock()
+	p.mu.cancel()
+	p.mu.epoch, p.mu.cancel = context.WithCancel(p.ctx)
+	p.mu.Unlock()
+}
+
+func (p *Proposer) epoch() context.Context {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.mu.epoch
 }
 
 // Pending returns the number of queued, not yet proposed requests.
@@ -205,7 +230,7 @@ func (p *Proposer) loop() {
 			}
 			// Propose here, in batch order, so batches reach the log in seq order; waiting
 			// for the outcome happens on the batch's own goroutine.
-			b.wait, b.err = p.propose(p.ctx, b.cmd)
+			b.wait, b.err = p.propose(p.epoch(), b.cmd)
 			p.wg.Add(1)
 			go p.run(b)
 		}
@@ -319,13 +344,20 @@ func (p *Proposer) settle(b *inflight) ([]shard.OpResult, error) {
 			}
 		} else {
 			var wait func() ([]byte, error)
-			if wait, err = p.propose(p.ctx, b.cmd); err == nil {
+			if wait, err = p.propose(p.epoch(), b.cmd); err == nil {
 				out, err = wait()
 			}
 		}
 		switch {
 		case err == nil:
-		case errors.Is(err, ErrStopped) || p.ctx.Err() != nil:
+		case p.ctx.Err() != nil:
+			return nil, ErrStopped
+		case errors.Is(err, errLeaderChanged):
+			// Re-propose after the predecessor settles, so batches re-enter the log in order.
+			p.obs.unknown.Inc()
+			waitPrev = true
+			continue
+		case errors.Is(err, ErrStopped):
 			return nil, ErrStopped
 		case errors.Is(err, ErrRetryable):
 			p.obs.retryable.Inc()

@@ -182,3 +182,22 @@ func FreePorts(t testing.TB, n int) []int {
 type discard struct{}
 
 func (discard) Write(p []byte) (int, error) { return len(p), nil }
+
+// Leader returns the index (0-based) of the running server that leads shardID, or -1.
+func (c *Cluster) Leader(shardID uint64) int {
+	for i := range c.cfgs {
+		s := c.Server(i)
+		if s == nil {
+			continue
+		}
+		lid, _, ok, err := s.NodeHost().GetLeaderID(shardID)
+		if err == nil && ok {
+			for j, cfg := range c.cfgs {
+				if cfg.MyID == lid && c.Server(j) != nil {
+					return j
+				}
+			}
+		}
+	}
+	return -1
+}

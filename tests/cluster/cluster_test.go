@@ -11,6 +11,7 @@ import (
 	"github.com/go-zookeeper/zk"
 	"go.uber.org/goleak"
 
+	"github.com/corral/corral/cluster"
 	"github.com/corral/corral/internal/testcluster"
 )
 
@@ -264,29 +265,75 @@ func TestRestartKeepsData(t *testing.T) {
 	}
 }
 
-// TestLeaderFailover: with one server stopped, the other two keep serving writes.
+// TestLeaderFailover: when the server leading the data shard stops, the other two elect a new
+// leader and keep serving writes; every acknowledged write is there afterwards.
 func TestLeaderFailover(t *testing.T) {
 	cl := testcluster.Start(t, testcluster.Options{Servers: 3, Shards: 1})
-	c, _ := connect(t, cl.Addrs()[1:])
+	leader := cl.Leader(cluster.DataShardID(0))
+	if leader < 0 {
+		t.Fatal("no leader")
+	}
+	var others []string
+	for i, a := range cl.Addrs() {
+		if i != leader {
+			others = append(others, a)
+		}
+	}
+	c, _ := connect(t, others)
 	acl := zk.WorldACL(zk.PermAll)
 	if _, err := c.Create("/f", nil, 0, acl); err != nil {
 		t.Fatal(err)
 	}
-	cl.Stop(0)
-	deadline := time.Now().Add(15 * time.Second)
-	for i := 0; i < 20; i++ {
-		_, err := c.Set("/f", []byte{byte(i)}, -1)
-		if err != nil {
+	cl.Stop(leader)
+	start := time.Now()
+	deadline := start.Add(15 * time.Second)
+	acked := 0
+	for acked < 20 {
+		if _, err := c.Set("/f", []byte{byte(acked)}, -1); err != nil {
 			if time.Now().After(deadline) {
 				t.Fatalf("writes did not resume: %v", err)
 			}
-			time.Sleep(50 * time.Millisecond)
-			i--
+			time.Sleep(20 * time.Millisecond)
 			continue
 		}
+		acked++
+	}
+	t.Logf("20 writes acknowledged %v after stopping the leader", time.Since(start))
+	if nl := cl.Leader(cluster.DataShardID(0)); nl < 0 || nl == leader {
+		t.Fatalf("new leader %d (old %d)", nl, leader)
 	}
 	d, _, err := c.Get("/f")
 	if err != nil || len(d) != 1 || d[0] != 19 {
 		t.Fatalf("get = %v %v", d, err)
+	}
+}
+
+// TestLaggingReplicaCatchesUpFromSnapshot: a server that was down while the log was compacted
+// past its position receives a snapshot and serves every write made meanwhile.
+func TestLaggingReplicaCatchesUpFromSnapshot(t *testing.T) {
+	cl := testcluster.Start(t, testcluster.Options{Servers: 3, Shards: 1, Extra: []string{"corral.snapshotEntries=20"}})
+	cl.Stop(2)
+	c, _ := connect(t, cl.Addrs()[:2])
+	acl := zk.WorldACL(zk.PermAll)
+	for i := 0; i < 300; i++ {
+		// Synchronous writes: one Raft entry each, so the log passes several snapshot points.
+		if _, err := c.Create(fmt.Sprintf("/s%03d", i), []byte{byte(i)}, 0, acl); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cl.Restart(2)
+	late, _ := connect(t, cl.Addrs()[2:])
+	if _, err := late.Sync("/"); err != nil {
+		t.Fatal(err)
+	}
+	kids, _, err := late.Children("/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(kids) != 301 { // 300 + /zookeeper
+		t.Fatalf("lagging replica shows %d children of /, want 301", len(kids))
+	}
+	if d, _, err := late.Get("/s299"); err != nil || len(d) != 1 || d[0] != byte(299%256) {
+		t.Fatalf("get /s299 = %v %v", d, err)
 	}
 }
