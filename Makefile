@@ -25,9 +25,11 @@ verify:
 
 # Run every native fuzz target for a short while.
 FUZZTIME ?= 20s
+FUZZPKGS ?= ./wire/ ./shard/ ./session/
 fuzz:
-	@for t in $$($(GO) test -list 'Fuzz.*' ./wire/ | grep ^Fuzz); do \
-		$(GO) test -run=^$$ -fuzz=^$$t$$ -fuzztime=$(FUZZTIME) ./wire/ || exit 1; done
+	@for p in $(FUZZPKGS); do \
+		for t in $$($(GO) test -list 'Fuzz.*' $$p | grep ^Fuzz); do \
+			echo "== $$p $$t"; $(GO) test -run=^$$ -fuzz=^$$t$$ -fuzztime=$(FUZZTIME) $$p || exit 1; done; done
 
 bench: build
 	./bin/corral bench throughput --target both --short
