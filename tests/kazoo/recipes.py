@@ -355,6 +355,9 @@ def lock(t, a, b):
 
     th = Thread(contend)
     th.start()
+    # b's non-blocking attempt created and deleted a node: a's server must
+    # not count that one as the second contender.
+    fresh(a, "/lock")
     wait_children(a, "/lock", 2)
     t.add("lock contenders", la.contenders())
     t.add("lock b waiting", not acquired.is_set())
