@@ -4,8 +4,11 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -29,10 +32,17 @@ var built struct {
 }
 
 // Binary returns a corral binary built from the current source: the first
-// call in a process runs `go build -o <tmpdir>/corral ./cmd/corral` in the
-// module root (`go env GOMOD` from the working directory, which must be
-// inside ModulePath); later calls return the same path. A failed build is not
-// remembered, so the next call tries again. ctx bounds the build.
+// call in a process runs `go build ./cmd/corral` in the module root (`go env
+// GOMOD` from the working directory, which must be inside ModulePath) and
+// copies the result into a private temporary directory; later calls return
+// the same path. A failed build is not remembered, so the next call tries
+// again. ctx bounds the build.
+//
+// The build goes to a per-checkout output file in the user's cache
+// directory, under an exclusive file lock, because `go build -o` skips the
+// link (seconds for corral) when that file is already up to date; every test
+// process still runs `go build`, so it never gets a stale binary, and its
+// private copy does not change under it if another process rebuilds later.
 func Binary(ctx context.Context) (string, error) {
 	built.mu.Lock()
 	defer built.mu.Unlock()
@@ -53,17 +63,87 @@ func Binary(ctx context.Context) (string, error) {
 		return "", fmt.Errorf("corralproc: %w", err)
 	}
 	bin := filepath.Join(dir, "corral")
-	cmd := exec.CommandContext(ctx, goTool, "build", "-o", bin, "./cmd/corral")
-	cmd.Dir = root
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0") // as `make build`: shares its build cache
-	began := time.Now()
-	if out, err := cmd.CombinedOutput(); err != nil {
-		os.RemoveAll(dir)
-		return "", fmt.Errorf("corralproc: go build ./cmd/corral in %s: %v (after %v)\n%s",
-			root, err, time.Since(began).Round(time.Millisecond), bytes.TrimSpace(out))
+	if err := buildShared(ctx, goTool, root, bin); err != nil {
+		var be *buildError
+		if !errors.As(err, &be) {
+			// No usable cache directory or lock: build straight into dir.
+			os.Remove(bin)
+			err = goBuild(ctx, goTool, root, bin)
+		}
+		if err != nil {
+			os.RemoveAll(dir)
+			return "", err
+		}
 	}
 	built.path = bin
 	return bin, nil
+}
+
+// goBuild runs `go build -o out ./cmd/corral` in root.
+func goBuild(ctx context.Context, goTool, root, out string) error {
+	cmd := exec.CommandContext(ctx, goTool, "build", "-o", out, "./cmd/corral")
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0") // as `make build`: shares its build cache
+	began := time.Now()
+	if msg, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("corralproc: go build ./cmd/corral in %s: %v (after %v)\n%s",
+			root, err, time.Since(began).Round(time.Millisecond), bytes.TrimSpace(msg))
+	}
+	return nil
+}
+
+// buildShared builds into the shared output file of this checkout while
+// holding its lock, then copies it to bin. A build error is returned as is
+// (and not retried by the caller's fallback, which would fail the same way).
+func buildShared(ctx context.Context, goTool, root, bin string) error {
+	cache, err := os.UserCacheDir()
+	if err != nil {
+		return err
+	}
+	sum := sha256.Sum256([]byte(root))
+	shared := filepath.Join(cache, "corralproc", hex.EncodeToString(sum[:8]))
+	if err := os.MkdirAll(shared, 0o755); err != nil {
+		return err
+	}
+	lock, err := os.OpenFile(filepath.Join(shared, "lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return err
+	}
+	defer lock.Close()
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
+		return err
+	}
+	defer syscall.Flock(int(lock.Fd()), syscall.LOCK_UN)
+	out := filepath.Join(shared, "corral")
+	if err := goBuild(ctx, goTool, root, out); err != nil {
+		return &buildError{err}
+	}
+	return copyExecutable(out, bin)
+}
+
+// buildError is a failed `go build`, as opposed to trouble with the shared
+// cache directory.
+type buildError struct{ err error }
+
+func (e *buildError) Error() string { return e.err.Error() }
+func (e *buildError) Unwrap() error { return e.err }
+
+func copyExecutable(src, dst string) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o755)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		os.Remove(dst)
+		return err
+	}
+	return out.Close()
 }
 
 // ModuleRoot returns the directory of go.mod of the module the working

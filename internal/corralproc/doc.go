@@ -11,11 +11,12 @@
 //
 //   - The binary ([Binary]): unless [Options.Binary] names one, the package
 //     builds ./cmd/corral of the module it runs in (found with `go env
-//     GOMOD`) once per process with `go build` into a private temporary
-//     directory, so a test never runs a stale bin/corral. The build uses
-//     CGO_ENABLED=0 like `make build`, so it is mostly served from the build
-//     cache. Build directories of processes that have died are swept the next
-//     time a build happens.
+//     GOMOD`) once per process with `go build` and uses a private copy in a
+//     temporary directory, so a test never runs a stale bin/corral. The build
+//     uses CGO_ENABLED=0 like `make build` (shared compile cache) and writes
+//     to a per-checkout file in the user cache directory under a file lock,
+//     so that when nothing changed `go build` skips the link. Temporary
+//     directories of processes that have died are swept by the next build.
 //   - Lifecycle of an ensemble ([Start]): N servers, server i (0-based) with
 //     myid i+1 in <root>/s<i+1>/ holding zoo.cfg, data/myid (and Corral's
 //     data under data/) and server.log (the process's stdout and stderr,
