@@ -145,3 +145,26 @@ func TestLookupLongestMount(t *testing.T) {
 		}
 	}
 }
+
+// TestLastZxidIgnoresUnmountedShards: a shard that serves no subtree does not raise the zxid
+// put in reply headers.
+func TestLastZxidIgnoresUnmountedShards(t *testing.T) {
+	r := New([]uint64{2, 3}, []uint8{1, 2}, nil)
+	mk := func(tag uint8, now int64) *shard.View {
+		st := shard.NewState(shard.StateConfig{Tag: tag, OwnsRoot: tag == 1})
+		st.Apply(&shard.Batch{Proposer: 1, Seq: 1, Time: now, Ops: []shard.Op{createOp("/x")}})
+		return st.View(uint64(tag) + 1)
+	}
+	mounted, unmounted := mk(1, 1000), mk(2, 5000)
+	r.Applied(3, unmounted, nil)
+	if z := r.LastZxid(); z != 0 {
+		t.Fatalf("LastZxid = %x after an unmounted shard applied, want 0", z)
+	}
+	r.Applied(2, mounted, nil)
+	if z := r.LastZxid(); z != mounted.Zxid() || z == 0 {
+		t.Fatalf("LastZxid = %x, want %x", z, mounted.Zxid())
+	}
+	if unmounted.Zxid() <= mounted.Zxid() {
+		t.Fatal("test setup: the unmounted shard should be ahead")
+	}
+}

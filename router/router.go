@@ -23,6 +23,7 @@ type Shard struct {
 	view    atomic.Pointer[shard.View]
 	trigger Trigger
 	maxZxid *atomic.Int64
+	mounted atomic.Bool // serves a subtree in the mount table
 	ready   chan struct{}
 	once    sync.Once
 }
@@ -49,7 +50,7 @@ func (s *Shard) publish(v *shard.View, events []shard.Event) {
 	s.view.Store(v)
 	s.regMu.Unlock()
 	z := v.Zxid()
-	for {
+	for s.mounted.Load() {
 		cur := s.maxZxid.Load()
 		if z <= cur || s.maxZxid.CompareAndSwap(cur, z) {
 			break
@@ -87,6 +88,13 @@ func New(shardIDs []uint64, tags []uint8, trigger Trigger) *Router {
 // SetMounts replaces the mount table.
 func (r *Router) SetMounts(m []Mount) {
 	cp := append([]Mount(nil), m...)
+	in := map[uint64]bool{}
+	for _, mt := range cp {
+		in[mt.ShardID] = true
+	}
+	for id, s := range r.shards {
+		s.mounted.Store(in[id])
+	}
 	sort.Slice(cp, func(i, j int) bool { return len(cp[i].Path) > len(cp[j].Path) })
 	r.mounts.Store(&cp)
 }
@@ -110,8 +118,11 @@ func (r *Router) Shard(id uint64) *Shard { return r.shards[id] }
 // Shards returns every data shard handle in id order.
 func (r *Router) Shards() []*Shard { return r.ordered }
 
-// LastZxid is the largest zxid this server has applied on any shard: ZooKeeper's
-// "last processed zxid", carried in every reply header.
+// LastZxid is the largest zxid this server has applied on any mounted shard: ZooKeeper's
+// "last processed zxid", carried in every reply header. Shards that serve no subtree (they only
+// see closeSession operations) do not count: their clock-driven zxids could run ahead of a
+// mounted shard's, and a client that saw such a zxid would skip catch-up events for that shard's
+// later writes (see docs/design.md, section 1).
 func (r *Router) LastZxid() int64 { return r.maxZxid.Load() }
 
 // Applied implements shard.Listener.
