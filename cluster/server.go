@@ -94,8 +94,9 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (*Server, error) {
 	}
 	s.registerGauges()
 	s.startAdmin()
-	s.wg.Add(1)
+	s.wg.Add(2)
 	go s.runContainerExpiry()
+	go s.runLeaderBalance()
 	s.ready.Store(true)
 	s.log.Info("serving clients", "client", s.ln.Addr().String(), "shards", cfg.Shards, "peers", len(cfg.AllPeers()))
 	return s, nil
@@ -133,7 +134,6 @@ func (s *Server) startRaft() error {
 		return fmt.Errorf("cluster: starting raft node host at %s: %w", self.RaftAddress(), err)
 	}
 	s.nh = nh
-
 
 	pm := router.NewMetrics(s.reg)
 	members := map[uint64]dragonboat.Target{}

@@ -337,3 +337,57 @@ func TestLaggingReplicaCatchesUpFromSnapshot(t *testing.T) {
 		t.Fatalf("get /s299 = %v %v", d, err)
 	}
 }
+
+// TestLeadersSpread: with five shards (meta + 4 data) on three servers, all led by one server,
+// the balancer spreads leadership so that no server leads two more shards than another.
+func TestLeadersSpread(t *testing.T) {
+	cl := testcluster.Start(t, testcluster.Options{Servers: 3, Shards: 4})
+	ids := []uint64{cluster.MetaShardID}
+	for i := 0; i < 4; i++ {
+		ids = append(ids, cluster.DataShardID(i))
+	}
+	// Concentrate every leadership on server 1 first.
+	for _, id := range ids {
+		if l := cl.Leader(id); l > 0 {
+			cl.Server(l).NodeHost().RequestLeaderTransfer(id, 1)
+		}
+	}
+	concentrated := false
+	for end := time.Now().Add(5 * time.Second); time.Now().Before(end) && !concentrated; time.Sleep(20 * time.Millisecond) {
+		n := 0
+		for _, id := range ids {
+			if cl.Leader(id) == 0 {
+				n++
+			}
+		}
+		concentrated = n >= 4
+	}
+	if !concentrated {
+		t.Log("could not concentrate leadership first; checking the spread anyway")
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		count := make([]int, 3)
+		complete := true
+		for _, id := range ids {
+			l := cl.Leader(id)
+			if l < 0 {
+				complete = false
+				break
+			}
+			count[l]++
+		}
+		lo, hi := count[0], count[0]
+		for _, n := range count {
+			lo, hi = min(lo, n), max(hi, n)
+		}
+		if complete && hi-lo < 2 {
+			t.Logf("leaders per server: %v", count)
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("leadership not balanced: %v", count)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}

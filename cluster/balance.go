@@ -1,0 +1,66 @@
+package cluster
+
+import (
+	"time"
+)
+
+// balanceInterval is how often a server checks whether it leads more shards than its share.
+const balanceInterval = 3 * time.Second
+
+// runLeaderBalance spreads shard leadership over the servers: a server that leads at least two
+// shards more than the server leading the fewest hands one of its shards' leadership to that
+// server. Leaders are where writes are sequenced, so spreading them spreads the write load. Each
+// server only gives away its own leaderships, so two servers never fight over one shard; a
+// transfer to a server that is down has no effect and is retried at a later round.
+func (s *Server) runLeaderBalance() {
+	defer s.wg.Done()
+	t := time.NewTicker(balanceInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.ctx.Done():
+			return
+		case <-t.C:
+		}
+		s.balanceOnce()
+	}
+}
+
+func (s *Server) balanceOnce() {
+	peers := s.cfg.AllPeers()
+	if len(peers) < 2 {
+		return
+	}
+	count := map[uint64]int{}
+	for _, p := range peers {
+		count[p.ID] = 0
+	}
+	var mine []uint64
+	for _, id := range append([]uint64{MetaShardID}, shardIDs(s.router)...) {
+		lid, _, ok, err := s.nh.GetLeaderID(id)
+		if err != nil || !ok {
+			return // an election is under way; look again later
+		}
+		count[lid]++
+		if lid == s.cfg.MyID {
+			mine = append(mine, id)
+		}
+	}
+	target, fewest := uint64(0), int(^uint(0)>>1)
+	for _, p := range peers {
+		if count[p.ID] < fewest {
+			target, fewest = p.ID, count[p.ID]
+		}
+	}
+	if len(mine) == 0 || count[s.cfg.MyID]-fewest < 2 {
+		return
+	}
+	// Give away the highest-numbered shard: the meta shard moves last.
+	shardID := mine[len(mine)-1]
+	if err := s.nh.RequestLeaderTransfer(shardID, target); err != nil {
+		s.log.Debug("leader transfer not started", "shard", shardID, "to", target, "err", err)
+		return
+	}
+	s.log.Info("transferring shard leadership to balance the ensemble", "shard", shardID, "to", target,
+		"leading", count[s.cfg.MyID], "target_leading", fewest)
+}
