@@ -5,12 +5,12 @@ import (
 	"image/color"
 	"math"
 	"sort"
+	"strconv"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
-	"gonum.org/v1/plot/vg/draw"
 )
 
 // series is one curve of a figure.
@@ -46,17 +46,36 @@ type figure struct {
 	width, height         vg.Length
 }
 
-// targetColor gives each target a hue and each of its series a shade: ZooKeeper in oranges,
-// Corral in blues, anything else from plotutil's palette.
+// Palettes: ZooKeeper in warm colours, Corral in cool ones, so the two targets stay apart
+// however many ensemble sizes a figure holds.
+var palettes = map[string][]color.Color{
+	"zookeeper": {rgb(0xd9, 0x5f, 0x02), rgb(0xa6, 0x76, 0x1d), rgb(0xe6, 0xab, 0x02), rgb(0x7f, 0x27, 0x04), rgb(0xe7, 0x29, 0x8a)},
+	"corral":    {rgb(0x1f, 0x78, 0xb4), rgb(0x6a, 0x3d, 0x9a), rgb(0x33, 0xa0, 0x2c), rgb(0x08, 0x30, 0x6b), rgb(0x1b, 0x9e, 0x77)},
+	"paper":     {rgb(0x66, 0x66, 0x66)},
+	"target":    {rgb(0xcc, 0x00, 0x00)},
+}
+
+func rgb(r, g, b uint8) color.Color { return color.RGBA{R: r, G: g, B: b, A: 255} }
+
+// targetColor returns the i-th colour of target's palette.
 func targetColor(target string, i int) color.Color {
-	shade := uint8(min(i*45, 135))
-	switch target {
-	case "zookeeper":
-		return color.RGBA{R: 230 - shade/2, G: 110 + shade/3, B: shade / 3, A: 255}
-	case "corral":
-		return color.RGBA{R: shade / 3, G: 90 + shade/2, B: 200 - shade/3, A: 255}
+	if p, ok := palettes[target]; ok {
+		return p[i%len(p)]
 	}
 	return plotutil.Color(i)
+}
+
+// intTicks labels ticks without decimals (ops/s, seconds).
+type intTicks struct{}
+
+func (intTicks) Ticks(min, max float64) []plot.Tick {
+	ts := plot.DefaultTicks{}.Ticks(min, max)
+	for i := range ts {
+		if ts[i].Label != "" {
+			ts[i].Label = strconv.FormatFloat(ts[i].Value, 'f', -1, 64)
+		}
+	}
+	return ts
 }
 
 // render draws the figure as PNG.
@@ -69,6 +88,8 @@ func (f figure) render() ([]byte, error) {
 	p.Legend.Top = true
 	p.Legend.Left = true
 	p.Y.Min = 0
+	p.Y.Tick.Marker = intTicks{}
+	p.X.Tick.Marker = intTicks{}
 	ymax := 0.0
 	shadeOf := map[string]int{}
 	for _, s := range f.series {
@@ -98,7 +119,7 @@ func (f figure) render() ([]byte, error) {
 				return nil, err
 			}
 			sc.Color = col
-			sc.Shape = draw.CircleGlyph{}
+			sc.Shape = plotutil.Shape(shadeOf[s.target] - 1)
 			sc.Radius = vg.Points(2.5)
 			p.Add(sc)
 			p.Legend.Add(s.name, l, sc)
@@ -125,7 +146,7 @@ func (f figure) render() ([]byte, error) {
 		if err != nil {
 			return nil, err
 		}
-		l.Color = targetColor(h.target, 3+i)
+		l.Color = targetColor(h.target, i)
 		l.Dashes = []vg.Length{vg.Points(2), vg.Points(3)}
 		p.Add(l)
 		p.Legend.Add(h.label, l)
@@ -137,7 +158,7 @@ func (f figure) render() ([]byte, error) {
 		if err != nil {
 			return nil, err
 		}
-		l.Color = targetColor(m.target, 2)
+		l.Color = targetColor(m.target, 0)
 		l.Dashes = []vg.Length{vg.Points(1), vg.Points(2)}
 		p.Add(l)
 		lb, err := plotter.NewLabels(plotter.XYLabels{
