@@ -5,7 +5,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -335,9 +337,104 @@ func (c *corralCluster) Restart(ctx context.Context, i int) error {
 	return c.waitReady(wctx, i)
 }
 
-// Leader returns the server whose srvr Mode line says leader. Corral leads per shard; until it
-// reports per-shard leadership, srvr's Mode is the benchmark's notion of "the leader".
-func (c *corralCluster) Leader(ctx context.Context) int { return leaderBySrvr(ctx, c.Addrs()) }
+// Leader returns the server leading the most shards (meta shard included; ties go to the lower
+// index), from the admin port's /shards page of the first server that answers; if none does, it
+// falls back to the server whose srvr Mode line says leader.
+func (c *corralCluster) Leader(ctx context.Context) int {
+	if counts, _, err := c.leadership(ctx); err == nil {
+		best, bestN := -1, 0
+		for i := range c.servers {
+			if n := counts[c.servers[i].myid]; n > bestN {
+				best, bestN = i, n
+			}
+		}
+		if best >= 0 {
+			return best
+		}
+	}
+	return leaderBySrvr(ctx, c.Addrs())
+}
+
+// Describe says how many shards server i leads (for the failover events).
+func (c *corralCluster) Describe(ctx context.Context, i int) string {
+	counts, total, err := c.leadership(ctx)
+	if err != nil {
+		return ""
+	}
+	return fmt.Sprintf("leads %d of %d shards", counts[c.servers[i].myid], total)
+}
+
+// leadership reads /shards ("shard=N leader=ID term=T has_leader=B" per line) from the first
+// running server that answers and counts the shards each replica id (= myid) leads.
+func (c *corralCluster) leadership(ctx context.Context) (map[int]int, int, error) {
+	var lastErr error = fmt.Errorf("bench: no corral server running")
+	for _, sv := range c.servers {
+		c.mu.Lock()
+		running := sv.proc != nil
+		c.mu.Unlock()
+		if !running {
+			continue
+		}
+		counts, total, err := fetchShardLeaders(ctx, fmt.Sprintf("http://127.0.0.1:%d/shards", sv.admin))
+		if err == nil {
+			return counts, total, nil
+		}
+		lastErr = err
+	}
+	return nil, 0, lastErr
+}
+
+func fetchShardLeaders(ctx context.Context, url string) (map[int]int, int, error) {
+	rctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(rctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, 0, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, 0, fmt.Errorf("bench: %s: %s", url, resp.Status)
+	}
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if err != nil {
+		return nil, 0, err
+	}
+	return parseShardLeaders(string(body))
+}
+
+// parseShardLeaders counts, per leader id, the lines with has_leader=true.
+func parseShardLeaders(text string) (map[int]int, int, error) {
+	counts := map[int]int{}
+	total := 0
+	for _, line := range strings.Split(text, "\n") {
+		f := map[string]string{}
+		for _, kv := range strings.Fields(line) {
+			if k, v, ok := strings.Cut(kv, "="); ok {
+				f[k] = v
+			}
+		}
+		if f["shard"] == "" {
+			continue
+		}
+		total++
+		if f["has_leader"] != "true" {
+			continue
+		}
+		id, err := strconv.Atoi(f["leader"])
+		if err != nil {
+			return nil, 0, fmt.Errorf("bench: /shards line %q: %w", line, err)
+		}
+		counts[id]++
+	}
+	if total == 0 {
+		return nil, 0, fmt.Errorf("bench: /shards listed no shard")
+	}
+	return counts, total, nil
+}
 
 // Close stops every server (SIGTERM, SIGKILL after 10 s) and removes the directories unless
 // they are kept.

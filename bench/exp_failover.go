@@ -155,7 +155,15 @@ func runFailoverSchedule(ctx context.Context, c Cluster, start time.Time, window
 		add("3", "no leader found to kill", -1, fmt.Errorf("no server reports Mode: leader"))
 		return
 	}
-	add("3", "leader killed", leader, c.Kill(leader))
+	what := "leader killed"
+	if d, ok := c.(interface {
+		Describe(context.Context, int) string
+	}); ok {
+		if s := d.Describe(ctx, leader); s != "" {
+			what += " (" + s + ")"
+		}
+	}
+	add("3", what, leader, c.Kill(leader))
 	// Watch for the new leader (srvr Mode) while the schedule goes on.
 	var wg sync.WaitGroup
 	wg.Add(1)

@@ -204,6 +204,18 @@ func TestCorralConfig(t *testing.T) {
 	}
 }
 
+func TestParseShardLeaders(t *testing.T) {
+	counts, total, err := parseShardLeaders("shard=1 leader=2 term=3 has_leader=true\n" +
+		"shard=2 leader=2 term=3 has_leader=true\nshard=3 leader=1 term=3 has_leader=true\n" +
+		"shard=4 leader=0 term=4 has_leader=false\n")
+	if err != nil || total != 4 || counts[2] != 2 || counts[1] != 1 || len(counts) != 2 {
+		t.Fatalf("counts %v total %d err %v", counts, total, err)
+	}
+	if _, _, err := parseShardLeaders("nothing here\n"); err == nil {
+		t.Fatal("empty page accepted")
+	}
+}
+
 func TestParseFlagsShortDefaults(t *testing.T) {
 	var sink bytes.Buffer
 	full, err := parseFlags("throughput", nil, &sink)
