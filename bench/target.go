@@ -40,8 +40,8 @@ type Cluster interface {
 	Kill(i int) error
 	// Restart starts the killed server i again with its data and waits until it serves.
 	Restart(ctx context.Context, i int) error
-	// Leader returns the index of the server that leads (for Corral: the one reporting
-	// "Mode: leader" to srvr), or -1.
+	// Leader returns the index of the server that leads (ZooKeeper: `srvr` says "Mode:
+	// leader"; Corral: the server leading the most shards), or -1.
 	Leader(ctx context.Context) int
 	// Close stops every server the benchmark started.
 	Close() error
