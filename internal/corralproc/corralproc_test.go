@@ -17,7 +17,11 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
+	// The corral binary corralproc built for this process goes with it.
+	goleak.VerifyTestMain(m, goleak.Cleanup(func(code int) {
+		corralproc.RemoveBinary()
+		os.Exit(code)
+	}))
 }
 
 type quietLogger struct{}

@@ -3,6 +3,7 @@ package flw_test
 import (
 	"bufio"
 	"context"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -17,7 +18,11 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
+	// The corral binary corralproc built for this process goes with it.
+	goleak.VerifyTestMain(m, goleak.Cleanup(func(code int) {
+		corralproc.RemoveBinary()
+		os.Exit(code)
+	}))
 }
 
 // whitelist is the same on both sides; every other word is refused.

@@ -22,13 +22,18 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/corral/corral/internal/apachezk"
+	"github.com/corral/corral/internal/corralproc"
 )
 
 // Python is the interpreter that has kazoo (Debian's python3-kazoo).
 const Python = "/usr/bin/python3"
 
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
+	// The corral binary corralproc built for this process goes with it.
+	goleak.VerifyTestMain(m, goleak.Cleanup(func(code int) {
+		corralproc.RemoveBinary()
+		os.Exit(code)
+	}))
 }
 
 // scriptPath is recipes.py next to this file.

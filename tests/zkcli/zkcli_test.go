@@ -2,6 +2,7 @@ package zkcli_test
 
 import (
 	"context"
+	"os"
 	"regexp"
 	"strings"
 	"testing"
@@ -10,11 +11,16 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/corral/corral/internal/apachezk"
+	"github.com/corral/corral/internal/corralproc"
 	"github.com/corral/corral/tests/zkcli"
 )
 
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
+	// The corral binary corralproc built for this process goes with it.
+	goleak.VerifyTestMain(m, goleak.Cleanup(func(code int) {
+		corralproc.RemoveBinary()
+		os.Exit(code)
+	}))
 }
 
 func TestTranscriptAgainstApacheZooKeeper(t *testing.T) {
