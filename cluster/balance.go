@@ -26,7 +26,24 @@ func (s *Server) runLeaderBalance() {
 	}
 }
 
+// balanceState remembers the last transfer, so a target that did not take the leadership (it is
+// down or partitioned) is left alone for a while instead of being asked every round.
+type balanceState struct {
+	shard, target uint64
+	avoid         map[uint64]time.Time
+}
+
 func (s *Server) balanceOnce() {
+	b := &s.balance
+	if b.avoid == nil {
+		b.avoid = map[uint64]time.Time{}
+	}
+	if b.target != 0 {
+		if lid, _, ok, err := s.nh.GetLeaderID(b.shard); err == nil && ok && lid != b.target {
+			b.avoid[b.target] = time.Now().Add(30 * time.Second)
+		}
+		b.target = 0
+	}
 	peers := s.cfg.AllPeers()
 	if len(peers) < 2 {
 		return
@@ -48,11 +65,14 @@ func (s *Server) balanceOnce() {
 	}
 	target, fewest := uint64(0), int(^uint(0)>>1)
 	for _, p := range peers {
+		if until, ok := b.avoid[p.ID]; ok && time.Now().Before(until) {
+			continue
+		}
 		if count[p.ID] < fewest {
 			target, fewest = p.ID, count[p.ID]
 		}
 	}
-	if len(mine) == 0 || count[s.cfg.MyID]-fewest < 2 {
+	if target == 0 || len(mine) == 0 || count[s.cfg.MyID]-fewest < 2 {
 		return
 	}
 	// Give away the highest-numbered shard: the meta shard moves last.
@@ -61,6 +81,7 @@ func (s *Server) balanceOnce() {
 		s.log.Debug("leader transfer not started", "shard", shardID, "to", target, "err", err)
 		return
 	}
+	b.shard, b.target = shardID, target
 	s.log.Info("transferring shard leadership to balance the ensemble", "shard", shardID, "to", target,
 		"leading", count[s.cfg.MyID], "target_leading", fewest)
 }

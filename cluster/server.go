@@ -64,11 +64,12 @@ type Server struct {
 	admin    *http.Server
 	ln       net.Listener
 
-	srvPtr atomic.Pointer[server.Server]
-	ready  atomic.Bool
-	ctx    context.Context
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
+	srvPtr  atomic.Pointer[server.Server]
+	balance balanceState // owned by runLeaderBalance
+	ready   atomic.Bool
+	ctx     context.Context
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
 }
 
 // Start runs a server from cfg and returns once it accepts clients.
@@ -250,27 +251,58 @@ func (s *Server) closeOnShards(ctx context.Context, id int64) error {
 	return first
 }
 
-// Sync makes this replica of shardID catch up with its leader (ReadIndex).
+// Sync makes this replica of shardID catch up with its leader (ReadIndex). An attempt that gets
+// no answer (its leader just died) is retried after metaAttempt.
 func (s *Server) Sync(ctx context.Context, shardID uint64) error {
-	if _, ok := ctx.Deadline(); !ok {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, 10*time.Second)
-		defer cancel()
-	}
-	_, err := s.nh.SyncRead(ctx, shardID, nil)
-	return err
+	return retryAttempts(ctx, func(actx context.Context) error {
+		_, err := s.nh.SyncRead(actx, shardID, nil)
+		return err
+	})
 }
+
+// metaAttempt bounds one proposal attempt on the meta shard. A proposal forwarded to a leader
+// that just died is lost without an answer; rather than wait for the caller's whole deadline,
+// the attempt ends and the command is proposed again (session commands are idempotent or
+// recognisably repeated: see session.Manager).
+const metaAttempt = 1500 * time.Millisecond
 
 type metaRaft struct{ s *Server }
 
 func (m metaRaft) Propose(ctx context.Context, cmd []byte) (uint64, error) {
+	var v uint64
+	err := retryAttempts(ctx, func(actx context.Context) error {
+		res, err := m.s.nh.SyncPropose(actx, m.s.nh.GetNoOPSession(MetaShardID), cmd)
+		v = res.Value
+		return err
+	})
+	return v, err
+}
+
+// retryAttempts runs f with a per-attempt deadline of metaAttempt until it succeeds, fails with
+// a permanent error, or ctx (default 10 s) ends.
+func retryAttempts(ctx context.Context, f func(context.Context) error) error {
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, 10*time.Second)
 		defer cancel()
 	}
-	res, err := m.s.nh.SyncPropose(ctx, m.s.nh.GetNoOPSession(MetaShardID), cmd)
-	return res.Value, err
+	for {
+		actx, cancel := context.WithTimeout(ctx, metaAttempt)
+		err := f(actx)
+		cancel()
+		if err == nil {
+			return nil
+		}
+		if ctx.Err() != nil || !dragonboat.IsTempError(err) ||
+			errors.Is(err, dragonboat.ErrClosed) || errors.Is(err, dragonboat.ErrShardClosed) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
 }
 
 func (m metaRaft) Barrier(ctx context.Context) error { return m.s.Sync(ctx, MetaShardID) }
@@ -370,7 +402,9 @@ func (s *Server) info() server.Info {
 		if v := sh.View(); v != nil {
 			n := v.CountDescendants("/")
 			if _, ok := v.Get("/"); ok {
-				n++
+				// ZooKeeper's DataTree holds the root under two names ("" and "/"), and its
+				// node count (srvr, mntr) counts both.
+				n += 2
 			}
 			nodes += n
 		}
