@@ -116,6 +116,7 @@ func (s *Server) startRaft() error {
 		RaftAddress:       self.RaftAddress(),
 		Expert:            config.ExpertConfig{LogDB: config.GetSmallMemLogDBConfig()},
 		RaftEventListener: leaderListener{s},
+		EnableMetrics:     true,
 	}
 	if cfg.DataLogDir != "" {
 		nhc.WALDir = filepath.Join(cfg.DataLogDir, "corral-wal")
@@ -439,6 +440,12 @@ func (s *Server) startAdmin() {
 	metrics := promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{})
 	mux.HandleFunc("/metrics", func(w http.ResponseWriter, r *http.Request) {
 		metrics.ServeHTTP(w, r)
+	})
+	mux.HandleFunc("/metrics/raft", func(w http.ResponseWriter, r *http.Request) {
+		// dragonboat's own metrics (Raft, log DB and transport, including fsync latency), in
+		// Prometheus text format; scrape this path as a second target.
+		w.Header().Set("Content-Type", "text/plain; version=0.0.4")
+		dragonboat.WriteHealthMetrics(w)
 	})
 	mux.HandleFunc("/health", func(w http.ResponseWriter, r *http.Request) {
 		if !s.ready.Load() {
