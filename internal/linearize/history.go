@@ -182,6 +182,9 @@ func (r *Recorder) Begin(client int, in Input) *Pending {
 	return p
 }
 
+// Call returns the operation's call time on the recorder's clock.
+func (p *Pending) Call() int64 { return p.op.Call }
+
 // End records the return of the operation, now, with what the client was told, in session. An
 // Output with Result Unknown is recorded as by Unknown.
 func (p *Pending) End(session int64, out Output) {
