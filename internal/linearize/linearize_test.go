@@ -2,7 +2,10 @@ package linearize
 
 import (
 	"errors"
+	"fmt"
+	"math/rand/v2"
 	"os"
+	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -422,4 +425,167 @@ func TestCheckInfoNamesVisualization(t *testing.T) {
 	if !strings.Contains(info.Err().Error(), "visualization: ") {
 		t.Fatalf("err %v", info.Err())
 	}
+}
+
+// simulate generates a linearizable history: clients call operations at random times, each
+// takes effect at a random point inside its interval, in that order, on a real znode map. Some
+// writes lose their reply (unknown outcome, open return): of those, some took effect and some
+// never did. Every key gets final synced reads.
+func simulate(seed uint64, clients, keys, opsPerClient int) History {
+	rng := rand.New(rand.NewPCG(seed, 1))
+	type pending struct {
+		op    Op
+		lp    int64
+		apply bool // for unknown outcomes: whether the write took effect
+	}
+	var all []pending
+	for c := range clients {
+		t := int64(rng.IntN(10))
+		for i := range opsPerClient {
+			call := t
+			lp := call + 1 + int64(rng.IntN(20))
+			ret := lp + 1 + int64(rng.IntN(20))
+			t = ret + 1 + int64(rng.IntN(5))
+			path := fmt.Sprintf("/k%d", rng.IntN(keys))
+			var in Input
+			switch r := rng.IntN(10); {
+			case r < 3:
+				in = Input{Kind: Get, Path: path, Synced: rng.IntN(2) == 0}
+			case r < 6:
+				in = Input{Kind: Set, Path: path, Data: fmt.Sprintf("c%d-%d", c, i), Version: int32(rng.IntN(4)) - 1}
+			case r < 8:
+				in = Input{Kind: Create, Path: path, Data: fmt.Sprintf("c%d-%d", c, i)}
+			default:
+				in = Input{Kind: Delete, Path: path, Version: int32(rng.IntN(3)) - 1}
+			}
+			p := pending{op: Op{Client: c, Session: int64(c + 1), Input: in, Call: call, Return: ret}, lp: lp}
+			if in.Kind != Get && rng.IntN(15) == 0 {
+				p.op.Output.Result, p.op.Return = Unknown, Open
+				p.apply = rng.IntN(2) == 0
+				p.lp += int64(rng.IntN(200)) // a lost write may take effect much later
+			}
+			all = append(all, p)
+		}
+	}
+	sort.SliceStable(all, func(i, j int) bool { return all[i].lp < all[j].lp })
+	type node struct {
+		data         string
+		version      int32
+		czxid, mzxid int64
+	}
+	state := map[string]*node{}
+	var zxid int64 = 100
+	var h History
+	for _, p := range all {
+		in, n := p.op.Input, state[p.op.Input.Path]
+		unknownOutcome := p.op.Output.Result == Unknown
+		if unknownOutcome && !p.apply {
+			h = append(h, p.op)
+			continue
+		}
+		var out Output
+		versionOK := n != nil && (in.Version == AnyVersion || in.Version == n.version)
+		switch {
+		case in.Kind == Get && n == nil, in.Kind != Create && in.Kind != Get && n == nil:
+			out.Result = NoNode
+		case in.Kind == Get:
+			out = val(n.data, n.version, n.czxid, n.mzxid)
+		case in.Kind == Create && n != nil:
+			out.Result = NodeExists
+		case in.Kind == Create:
+			zxid++
+			state[in.Path] = &node{data: in.Data, czxid: zxid, mzxid: zxid}
+			out.Result = OK
+		case !versionOK:
+			out.Result = BadVersion
+		case in.Kind == Set:
+			zxid++
+			n.data, n.version, n.mzxid = in.Data, n.version+1, zxid
+			out = newVer(n.version, n.czxid, n.mzxid)
+		case in.Kind == Delete:
+			delete(state, in.Path)
+			out.Result = OK
+		}
+		if !unknownOutcome {
+			p.op.Output = out
+		}
+		h = append(h, p.op)
+	}
+	var end int64
+	for _, op := range h {
+		if op.Return != Open {
+			end = max(end, op.Return)
+		}
+	}
+	for k := range keys {
+		path := fmt.Sprintf("/k%d", k)
+		out := res(NoNode)
+		if n := state[path]; n != nil {
+			out = val(n.data, n.version, n.czxid, n.mzxid)
+		}
+		h = append(h, Op{Client: clients, Session: int64(clients + 1), Input: sget(path), Output: out, Call: end + 10, Return: end + 20})
+	}
+	sort.SliceStable(h, func(i, j int) bool { return h[i].Call < h[j].Call })
+	return h
+}
+
+// TestCheckAcceptsSimulatedHistories: generated linearizable histories with unknown outcomes
+// resolved both ways pass the check and the validators.
+func TestCheckAcceptsSimulatedHistories(t *testing.T) {
+	for seed := range uint64(20) {
+		h := simulate(seed, 6, 4, 300)
+		if ok, info := Check(h, time.Minute); !ok {
+			t.Fatalf("seed %d: %s", seed, info)
+		}
+		if err := Validate(h); err != nil {
+			t.Fatalf("seed %d: %v", seed, err)
+		}
+	}
+}
+
+// TestCheckRejectsStaleReadInSimulatedHistory: in a generated history, make one synced read
+// return what an earlier read saw before an acknowledged set was even called; the check and
+// ValidateNoLostWrites must reject it.
+func TestCheckRejectsStaleReadInSimulatedHistory(t *testing.T) {
+	t.Setenv(VisualizationDirEnv, t.TempDir())
+	mutated := 0
+	for seed := range uint64(20) {
+		h := simulate(seed, 6, 4, 300)
+		i, j := staleCandidate(h)
+		if i < 0 {
+			continue
+		}
+		h[j].Output = h[i].Output
+		mutated++
+		if ok, info := Check(h, time.Minute); ok {
+			t.Fatalf("seed %d: stale %v accepted (%s)", seed, h[j], info)
+		}
+		if err := ValidateNoLostWrites(h); !errors.Is(err, ErrLostAcknowledgedWrite) {
+			t.Fatalf("seed %d: ValidateNoLostWrites = %v", seed, err)
+		}
+	}
+	if mutated < 10 {
+		t.Fatalf("only %d histories mutated", mutated)
+	}
+}
+
+// staleCandidate finds reads i and j of one path with an acknowledged set w in between
+// (i returned before w was called, w returned before j was called), i having read data.
+func staleCandidate(h History) (int, int) {
+	for i, r := range h {
+		if r.Input.Kind != Get || r.Output.Result != OK {
+			continue
+		}
+		for _, w := range h {
+			if w.Input.Kind != Set || w.Output.Result != OK || w.Input.Path != r.Input.Path || w.Call <= r.Return {
+				continue
+			}
+			for j, r2 := range h {
+				if r2.Input.Synced && r2.Input.Path == r.Input.Path && r2.Output.Result == OK && r2.Call > w.Return {
+					return i, j
+				}
+			}
+		}
+	}
+	return -1, -1
 }

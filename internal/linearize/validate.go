@@ -23,9 +23,12 @@ func Validate(h History) error {
 // end before W began: for data d, the one create or set that wrote d; for NONODE, a delete
 // (acknowledged or of unknown outcome) — the initial absence ends before everything. In any
 // linearization that read follows W, so the last write before it is W or one placed after W,
-// which cannot have returned before W was called. The check is therefore implied by
-// linearizability; it exists to name the failure, and it relies on writes' data being unique per
-// path.
+// which cannot have returned before W was called. A write's end is its return, or, if earlier,
+// the return of the first read (synced or not) that returned its data: a value is visible on a
+// ZooKeeper replica only once its write is committed, so the write took effect by then; this
+// matters for writes of unknown outcome, which otherwise never end. The check is therefore
+// implied by linearizability (plus that rule for plain reads); it exists to name the failure,
+// and it relies on writes' data being unique per path.
 func ValidateNoLostWrites(h History) error {
 	var errs []error
 	for _, path := range paths(h) {
@@ -77,6 +80,16 @@ func validatePathWrites(path string, h History) error {
 	}
 	if len(acked) == 0 {
 		return nil
+	}
+	// A write whose data a read returned took effect before that read returned, whatever its
+	// client was told: tighten the return of writes of unknown outcome (and late replies).
+	for _, op := range h {
+		if op.Input.Path == path && op.Input.Kind == Get && op.Output.Result == OK {
+			if x, ok := writerOf[op.Output.Data]; ok && op.Return < x.Return {
+				x.Return = op.Return
+				writerOf[op.Output.Data] = x
+			}
+		}
 	}
 	final := false
 	for _, rd := range reads {
