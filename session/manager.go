@@ -106,6 +106,10 @@ func (m *Manager) Create(ctx context.Context, timeout int32) (int64, []byte, err
 		if res == ResultOK {
 			return id, pw, nil
 		}
+		// ResultExists after a retried proposal: the first attempt went through.
+		if e, ok := m.o.Table.Get(id); ok && subtle.ConstantTimeCompare(e.Passwd, pw) == 1 {
+			return id, pw, nil
+		}
 	}
 	return 0, nil, ErrExists
 }
