@@ -66,6 +66,7 @@ type Server struct {
 
 	srvPtr  atomic.Pointer[server.Server]
 	balance balanceState // owned by runLeaderBalance
+	leaders leaderEpochs
 	ready   atomic.Bool
 	ctx     context.Context
 	cancel  context.CancelFunc
@@ -255,7 +256,7 @@ func (s *Server) closeOnShards(ctx context.Context, id int64) error {
 // Sync makes this replica of shardID catch up with its leader (ReadIndex). An attempt that gets
 // no answer (its leader just died) is retried after metaAttempt.
 func (s *Server) Sync(ctx context.Context, shardID uint64) error {
-	return retryAttempts(ctx, func(actx context.Context) error {
+	return s.retryAttempts(ctx, shardID, func(actx context.Context) error {
 		_, err := s.nh.SyncRead(actx, shardID, nil)
 		return err
 	})
@@ -271,7 +272,7 @@ type metaRaft struct{ s *Server }
 
 func (m metaRaft) Propose(ctx context.Context, cmd []byte) (uint64, error) {
 	var v uint64
-	err := retryAttempts(ctx, func(actx context.Context) error {
+	err := m.s.retryAttempts(ctx, MetaShardID, func(actx context.Context) error {
 		res, err := m.s.nh.SyncPropose(actx, m.s.nh.GetNoOPSession(MetaShardID), cmd)
 		v = res.Value
 		return err
@@ -280,8 +281,9 @@ func (m metaRaft) Propose(ctx context.Context, cmd []byte) (uint64, error) {
 }
 
 // retryAttempts runs f with a per-attempt deadline of metaAttempt until it succeeds, fails with
-// a permanent error, or ctx (default 10 s) ends.
-func retryAttempts(ctx context.Context, f func(context.Context) error) error {
+// a permanent error, or ctx (default 10 s) ends. An attempt also ends early when the shard's
+// leader changes: a request forwarded to the old leader may have been lost with it.
+func (s *Server) retryAttempts(ctx context.Context, shardID uint64, f func(context.Context) error) error {
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, 10*time.Second)
@@ -289,6 +291,14 @@ func retryAttempts(ctx context.Context, f func(context.Context) error) error {
 	}
 	for {
 		actx, cancel := context.WithTimeout(ctx, metaAttempt)
+		changed := s.leaders.changed(shardID)
+		go func() {
+			select {
+			case <-changed:
+				cancel()
+			case <-actx.Done():
+			}
+		}()
 		err := f(actx)
 		cancel()
 		if err == nil {
@@ -558,11 +568,41 @@ type leaderListener struct{ s *Server }
 // LeaderUpdated implements raftio.IRaftEventListener; it runs on dragonboat's event goroutine
 // and must not block.
 func (l leaderListener) LeaderUpdated(info raftio.LeaderInfo) {
+	l.s.leaders.changedNow(info.ShardID)
 	r := l.s.router
 	if r == nil {
 		return
 	}
 	if sh := r.Shard(info.ShardID); sh != nil && sh.Proposer != nil {
 		sh.Proposer.LeaderChanged()
+	}
+}
+
+// leaderEpochs hands out, per shard, a channel that is closed at the shard's next leader change.
+type leaderEpochs struct {
+	mu sync.Mutex
+	ch map[uint64]chan struct{}
+}
+
+func (e *leaderEpochs) changed(shardID uint64) <-chan struct{} {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.ch == nil {
+		e.ch = map[uint64]chan struct{}{}
+	}
+	c, ok := e.ch[shardID]
+	if !ok {
+		c = make(chan struct{})
+		e.ch[shardID] = c
+	}
+	return c
+}
+
+func (e *leaderEpochs) changedNow(shardID uint64) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if c, ok := e.ch[shardID]; ok {
+		close(c)
+		delete(e.ch, shardID)
 	}
 }
