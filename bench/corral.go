@@ -1,30 +1,20 @@
 package bench
 
 import (
-	"bytes"
 	"context"
-	"errors"
 	"fmt"
-	"io"
-	"net"
-	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"sort"
-	"strconv"
-	"strings"
-	"sync"
-	"syscall"
 	"time"
 
 	"github.com/corral/corral/client"
+	"github.com/corral/corral/internal/corralproc"
 )
 
-// corralTarget runs Corral servers as child processes of the benchmark: one `corral server
-// --config zoo.cfg` per server, each with its own directory holding zoo.cfg, data/myid and
-// server.log, on free loopback ports. A server is ready when it answers `ruok` with `imok` and
-// accepts a session.
+// corralTarget runs Corral servers as child processes of the benchmark through
+// internal/corralproc: one `corral server --config zoo.cfg` per server, each with its own
+// directory holding zoo.cfg, data/myid and server.log, on free loopback ports. A server is
+// ready when it answers `ruok` with `imok` (corralproc) and accepts a session (checked here).
 type corralTarget struct {
 	bin     string
 	tick    time.Duration
@@ -35,9 +25,6 @@ type corralTarget struct {
 func (corralTarget) Name() string  { return "corral" }
 func (corralTarget) Sharded() bool { return true }
 func (corralTarget) Managed() bool { return true }
-
-// errCorralPortInUse marks a start that lost a port race; Start retries it with fresh ports.
-var errCorralPortInUse = errors.New("bench: corral port already in use")
 
 // FindCorralBinary returns the corral binary to run: explicit if set, else this executable when
 // it is corral itself (`corral bench ...`), else bin/corral in the current directory or in the
@@ -80,279 +67,111 @@ func checkExecutable(p string) (string, error) {
 	return filepath.Abs(p)
 }
 
+// options is the corralproc configuration of an ensemble of shape s: the benchmark's common
+// zoo.cfg keys (baseConfig), corral.shards, and corral.testing.applyDelay when s asks for a
+// delay. With --keep the directories stay and corralproc stops the servers with SIGTERM (so
+// their logs end cleanly); otherwise with SIGKILL, as the data is thrown away.
+func (t corralTarget) options(s Shape) corralproc.Options {
+	cfg := baseConfig()
+	if s.ApplyDelay > 0 {
+		cfg["corral.testing.applyDelay"] = s.ApplyDelay.String()
+	}
+	shards := s.Shards
+	if shards <= 0 {
+		shards = 1
+	}
+	return corralproc.Options{
+		Servers:      max(s.Servers, 1),
+		Shards:       shards,
+		TickTime:     t.tick,
+		Config:       cfg,
+		Binary:       t.bin,
+		Dir:          t.dir,
+		KeepDir:      t.keepDir,
+		StartTimeout: 90 * time.Second,
+	}
+}
+
 func (t corralTarget) Start(ctx context.Context, s Shape) (Cluster, error) {
-	var lastErr error
-	for attempt := 0; attempt < 3; attempt++ {
-		c, err := t.start(ctx, s)
-		if err == nil {
-			return c, nil
-		}
-		lastErr = err
-		if !errors.Is(err, errCorralPortInUse) || ctx.Err() != nil {
-			break
-		}
-	}
-	return nil, lastErr
-}
-
-type corralServer struct {
-	myid                                      int
-	dir                                       string
-	clientPort, peerPort, electionPort, admin int
-	proc                                      *corralProc
-}
-
-type corralProc struct {
-	cmd  *exec.Cmd
-	done chan struct{}
-	err  error
-}
-
-type corralCluster struct {
-	t       corralTarget
-	root    string
-	mu      sync.Mutex // guards servers[*].proc
-	servers []*corralServer
-}
-
-func (t corralTarget) start(ctx context.Context, s Shape) (*corralCluster, error) {
-	if s.Servers <= 0 {
-		s.Servers = 1
-	}
-	if s.Shards <= 0 {
-		s.Shards = 1
-	}
-	root, err := os.MkdirTemp(t.dir, "corral-bench-")
+	e, err := corralproc.Start(ctx, t.options(s))
 	if err != nil {
 		return nil, err
 	}
-	c := &corralCluster{t: t, root: root}
-	ports, err := freePorts(4 * s.Servers)
-	if err != nil {
-		os.RemoveAll(root)
-		return nil, err
-	}
-	for i := 0; i < s.Servers; i++ {
-		c.servers = append(c.servers, &corralServer{
-			myid: i + 1, dir: filepath.Join(root, "s"+strconv.Itoa(i+1)),
-			clientPort: ports[4*i], peerPort: ports[4*i+1], electionPort: ports[4*i+2], admin: ports[4*i+3],
-		})
-	}
-	for _, sv := range c.servers {
-		if err := c.writeConfig(sv, s); err != nil {
+	c := &corralCluster{e: e}
+	for i := range e.Size() {
+		if err := acceptsSession(ctx, e.Addr(i)); err != nil {
 			c.Close()
-			return nil, err
-		}
-	}
-	c.mu.Lock()
-	for _, sv := range c.servers {
-		if err := c.launchLocked(sv); err != nil {
-			c.mu.Unlock()
-			c.Close()
-			return nil, err
-		}
-	}
-	c.mu.Unlock()
-	wctx, cancel := context.WithTimeout(ctx, 90*time.Second)
-	defer cancel()
-	for i := range c.servers {
-		if err := c.waitReady(wctx, i); err != nil {
-			c.Close()
-			return nil, err
+			return nil, fmt.Errorf("bench: corral server %d: %w", i+1, err)
 		}
 	}
 	return c, nil
 }
 
-// writeConfig writes zoo.cfg and data/myid for one server, in Apache ZooKeeper's format plus
-// Corral's keys.
-func (c *corralCluster) writeConfig(sv *corralServer, s Shape) error {
-	data := filepath.Join(sv.dir, "data")
-	if err := os.MkdirAll(data, 0o755); err != nil {
-		return err
-	}
-	if err := os.WriteFile(filepath.Join(data, "myid"), []byte(strconv.Itoa(sv.myid)+"\n"), 0o644); err != nil {
-		return err
-	}
-	tick := c.t.tick
-	if tick <= 0 {
-		tick = 2 * time.Second
-	}
-	kv := map[string]string{
-		"tickTime":               strconv.FormatInt(tick.Milliseconds(), 10),
-		"initLimit":              "10",
-		"syncLimit":              "5",
-		"dataDir":                data,
-		"clientPort":             strconv.Itoa(sv.clientPort),
-		"clientPortAddress":      "127.0.0.1",
-		"admin.serverPort":       strconv.Itoa(sv.admin),
-		"4lw.commands.whitelist": "*",
-		"corral.shards":          strconv.Itoa(s.Shards),
-	}
-	for k, v := range baseConfig() {
-		kv[k] = v
-	}
-	if s.ApplyDelay > 0 {
-		kv["corral.testing.applyDelay"] = s.ApplyDelay.String()
-	}
-	for _, o := range c.servers {
-		kv["server."+strconv.Itoa(o.myid)] = fmt.Sprintf("127.0.0.1:%d:%d", o.peerPort, o.electionPort)
-	}
-	keys := make([]string, 0, len(kv))
-	for k := range kv {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	var b strings.Builder
-	b.WriteString("# written by corral bench\n")
-	for _, k := range keys {
-		fmt.Fprintf(&b, "%s=%s\n", k, kv[k])
-	}
-	return os.WriteFile(filepath.Join(sv.dir, "zoo.cfg"), []byte(b.String()), 0o644)
-}
-
-func (c *corralCluster) launchLocked(sv *corralServer) error {
-	if sv.proc != nil {
-		select {
-		case <-sv.proc.done:
-		default:
-			return nil
-		}
-	}
-	out, err := os.OpenFile(filepath.Join(sv.dir, "server.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return err
-	}
-	cmd := exec.Command(c.t.bin, "server", "--config", filepath.Join(sv.dir, "zoo.cfg"))
-	cmd.Dir = sv.dir
-	cmd.Stdout, cmd.Stderr = out, out
-	cmd.SysProcAttr = sysProcAttr()
-	if err := cmd.Start(); err != nil {
-		out.Close()
-		return fmt.Errorf("bench: starting corral server %d: %w", sv.myid, err)
-	}
-	p := &corralProc{cmd: cmd, done: make(chan struct{})}
-	go func() {
-		p.err = cmd.Wait()
-		out.Close()
-		close(p.done)
-	}()
-	sv.proc = p
-	return nil
-}
-
-// waitReady polls server i until it answers ruok with imok and accepts a session; it fails
-// early, with the tail of its log, when the process exits.
-func (c *corralCluster) waitReady(ctx context.Context, i int) error {
-	sv := c.servers[i]
-	addr := c.Addrs()[i]
+// acceptsSession opens and closes one session with addr: the benchmark's clients need more
+// than the `ruok` corralproc waits for (the session table on the meta shard must answer).
+func acceptsSession(ctx context.Context, addr string) error {
 	var last error
+	deadline := time.Now().Add(30 * time.Second)
 	for {
-		c.mu.Lock()
-		p := sv.proc
-		c.mu.Unlock()
-		if p == nil {
-			return fmt.Errorf("bench: corral server %d is not running", sv.myid)
-		}
-		select {
-		case <-p.done:
-			return c.explain(sv, fmt.Errorf("bench: corral server %d exited: %v", sv.myid, p.err))
-		default:
-		}
-		last = probe(ctx, addr)
-		if last == nil {
+		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		cl, err := client.Dial(pctx, []string{addr}, client.Options{DialTimeout: 5 * time.Second})
+		cancel()
+		if err == nil {
+			cl.Close() // the session was accepted; how the server answers closeSession is not readiness
 			return nil
 		}
-		select {
-		case <-ctx.Done():
-			return c.explain(sv, fmt.Errorf("bench: corral server %d not ready: %w (last: %v)", sv.myid, ctx.Err(), last))
-		case <-time.After(100 * time.Millisecond):
+		last = err
+		if ctx.Err() != nil || time.Now().After(deadline) {
+			return fmt.Errorf("no session accepted: %w", last)
 		}
+		sleepUntil(ctx, time.Now().Add(100*time.Millisecond))
 	}
 }
 
-// probe checks one server: ruok → imok, then a session handshake.
-func probe(ctx context.Context, addr string) error {
-	pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-	defer cancel()
-	out, err := fourLetterWord(pctx, addr, "ruok")
-	if err != nil {
-		return err
-	}
-	if strings.TrimSpace(out) != "imok" {
-		return fmt.Errorf("ruok answered %q", out)
-	}
-	cl, err := client.Dial(pctx, []string{addr}, client.Options{DialTimeout: 2 * time.Second})
-	if err != nil {
-		return err
-	}
-	cl.Close() // the session was accepted; how the server answers closeSession is not readiness
-	return nil
+// corralCluster is a running corralproc ensemble.
+type corralCluster struct {
+	e *corralproc.Ensemble
 }
 
-func (c *corralCluster) explain(sv *corralServer, err error) error {
-	log, _ := os.ReadFile(filepath.Join(sv.dir, "server.log"))
-	if bytes.Contains(log, []byte("address already in use")) {
-		err = fmt.Errorf("%w: %w", errCorralPortInUse, err)
-	}
-	if len(log) > 2000 {
-		log = log[len(log)-2000:]
-	}
-	if len(log) > 0 {
-		return fmt.Errorf("%w\n--- tail of %s ---\n%s", err, filepath.Join(sv.dir, "server.log"), log)
-	}
-	return err
-}
+func (c *corralCluster) Addrs() []string  { return c.e.Addrs() }
+func (c *corralCluster) Kill(i int) error { return c.e.Kill(i) }
+func (c *corralCluster) Close() error     { return c.e.Close() }
 
-func (c *corralCluster) Addrs() []string {
-	out := make([]string, len(c.servers))
-	for i, sv := range c.servers {
-		out[i] = net.JoinHostPort("127.0.0.1", strconv.Itoa(sv.clientPort))
-	}
-	return out
-}
-
-func (c *corralCluster) Kill(i int) error {
-	c.mu.Lock()
-	p := c.servers[i].proc
-	c.servers[i].proc = nil
-	c.mu.Unlock()
-	if p == nil {
-		return fmt.Errorf("bench: corral server %d is not running", i+1)
-	}
-	_ = p.cmd.Process.Kill()
-	<-p.done
-	return nil
-}
-
+// Restart starts the killed server i again from its data directory and waits until every
+// running server answers ruok and server i accepts a session.
 func (c *corralCluster) Restart(ctx context.Context, i int) error {
-	c.mu.Lock()
-	err := c.launchLocked(c.servers[i])
-	c.mu.Unlock()
-	if err != nil {
+	if err := c.e.Start(ctx, i); err != nil {
 		return err
 	}
-	wctx, cancel := context.WithTimeout(ctx, 60*time.Second)
-	defer cancel()
-	return c.waitReady(wctx, i)
+	return acceptsSession(ctx, c.e.Addr(i))
 }
 
-// Leader returns the server leading the most shards (meta shard included; ties go to the lower
-// index), from the admin port's /shards page of the first server that answers; if none does, it
-// falls back to the server whose srvr Mode line says leader.
+// Leader returns the server leading the most shards (meta shard included; ties go to
+// the lower index), from the admin /shards page of the first running server that answers; if
+// none does, the running server whose srvr Mode line says leader.
 func (c *corralCluster) Leader(ctx context.Context) int {
 	if counts, _, err := c.leadership(ctx); err == nil {
-		best, bestN := -1, 0
-		for i := range c.servers {
-			if n := counts[c.servers[i].myid]; n > bestN {
-				best, bestN = i, n
-			}
-		}
-		if best >= 0 {
-			return best
+		// Every server counts, running or not: after a kill, the dead server stays "the leader"
+		// until the survivors' /shards page shows its shards led by others (failover event 4).
+		if i := mostLeading(counts, c.e.Size()); i >= 0 {
+			return i
 		}
 	}
-	return leaderBySrvr(ctx, c.Addrs())
+	return c.e.Leader()
+}
+
+// Follower returns the running server leading the fewest shards (ties: the lower index) other
+// than Leader's choice: killing it stalls as little as possible, like killing a ZooKeeper
+// follower. Without /shards, the first running server whose srvr Mode is not leader.
+func (c *corralCluster) Follower(ctx context.Context) int {
+	running := c.running()
+	if counts, _, err := c.leadership(ctx); err == nil {
+		leader := mostLeading(counts, len(running))
+		if i := fewestLeading(counts, running, leader); i >= 0 {
+			return i
+		}
+	}
+	return firstOther(running, c.e.Leader())
 }
 
 // Describe says how many shards server i leads (for the failover events).
@@ -361,130 +180,83 @@ func (c *corralCluster) Describe(ctx context.Context, i int) string {
 	if err != nil {
 		return ""
 	}
-	return fmt.Sprintf("leads %d of %d shards", counts[c.servers[i].myid], total)
+	return fmt.Sprintf("leads %d of %d shards", counts[i], total)
 }
 
-// leadership reads /shards ("shard=N leader=ID term=T has_leader=B" per line) from the first
-// running server that answers and counts the shards each replica id (= myid) leads.
-func (c *corralCluster) leadership(ctx context.Context) (map[int]int, int, error) {
-	var lastErr error = fmt.Errorf("bench: no corral server running")
-	for _, sv := range c.servers {
-		c.mu.Lock()
-		running := sv.proc != nil
-		c.mu.Unlock()
-		if !running {
+func (c *corralCluster) running() []bool {
+	r := make([]bool, c.e.Size())
+	for i := range r {
+		r[i] = c.e.Running(i)
+	}
+	return r
+}
+
+// leadership reads /shards from the first running server that answers and counts the shards
+// each server (0-based index = myid−1) leads; total is the number of shards listed.
+func (c *corralCluster) leadership(ctx context.Context) (counts map[int]int, total int, err error) {
+	err = fmt.Errorf("bench: no corral server running")
+	for i := range c.e.Size() {
+		if !c.e.Running(i) {
 			continue
 		}
-		counts, total, err := fetchShardLeaders(ctx, fmt.Sprintf("http://127.0.0.1:%d/shards", sv.admin))
-		if err == nil {
-			return counts, total, nil
+		rctx, cancel := context.WithTimeout(ctx, time.Second)
+		ls, lerr := c.e.ShardLeaders(rctx, i)
+		cancel()
+		if lerr != nil {
+			err = lerr
+			continue
 		}
-		lastErr = err
+		if len(ls) == 0 {
+			err = fmt.Errorf("bench: /shards of server %d listed no shard", i+1)
+			continue
+		}
+		counts, total = leadCounts(ls)
+		return counts, total, nil
 	}
-	return nil, 0, lastErr
+	return nil, 0, err
 }
 
-func fetchShardLeaders(ctx context.Context, url string) (map[int]int, int, error) {
-	rctx, cancel := context.WithTimeout(ctx, time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(rctx, http.MethodGet, url, nil)
-	if err != nil {
-		return nil, 0, err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return nil, 0, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return nil, 0, fmt.Errorf("bench: %s: %s", url, resp.Status)
-	}
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	if err != nil {
-		return nil, 0, err
-	}
-	return parseShardLeaders(string(body))
-}
-
-// parseShardLeaders counts, per leader id, the lines with has_leader=true.
-func parseShardLeaders(text string) (map[int]int, int, error) {
+// leadCounts counts, per server index (myid−1), the shards with a leader that it leads.
+func leadCounts(ls []corralproc.ShardLeader) (map[int]int, int) {
 	counts := map[int]int{}
-	total := 0
-	for _, line := range strings.Split(text, "\n") {
-		f := map[string]string{}
-		for _, kv := range strings.Fields(line) {
-			if k, v, ok := strings.Cut(kv, "="); ok {
-				f[k] = v
-			}
+	for _, l := range ls {
+		if l.HasLeader && l.Leader > 0 {
+			counts[int(l.Leader)-1]++
 		}
-		if f["shard"] == "" {
-			continue
-		}
-		total++
-		if f["has_leader"] != "true" {
-			continue
-		}
-		id, err := strconv.Atoi(f["leader"])
-		if err != nil {
-			return nil, 0, fmt.Errorf("bench: /shards line %q: %w", line, err)
-		}
-		counts[id]++
 	}
-	if total == 0 {
-		return nil, 0, fmt.Errorf("bench: /shards listed no shard")
-	}
-	return counts, total, nil
+	return counts, len(ls)
 }
 
-// Close stops every server (SIGTERM, SIGKILL after 10 s) and removes the directories unless
-// they are kept.
-func (c *corralCluster) Close() error {
-	c.mu.Lock()
-	procs := make([]*corralProc, 0, len(c.servers))
-	for _, sv := range c.servers {
-		if sv.proc != nil {
-			procs = append(procs, sv.proc)
-			sv.proc = nil
+// mostLeading returns the server of n with the largest count (> 0; ties: the lower index), or
+// -1.
+func mostLeading(counts map[int]int, n int) int {
+	best, bestN := -1, 0
+	for i := range n {
+		if counts[i] > bestN {
+			best, bestN = i, counts[i]
 		}
 	}
-	c.mu.Unlock()
-	var wg sync.WaitGroup
-	for _, p := range procs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			_ = p.cmd.Process.Signal(syscall.SIGTERM)
-			select {
-			case <-p.done:
-			case <-time.After(10 * time.Second):
-				_ = p.cmd.Process.Kill()
-				<-p.done
-			}
-		}()
-	}
-	wg.Wait()
-	if c.t.keepDir {
-		return nil
-	}
-	return os.RemoveAll(c.root)
+	return best
 }
 
-// freePorts reserves n distinct loopback ports from the kernel and releases them.
-func freePorts(n int) ([]int, error) {
-	var ls []net.Listener
-	defer func() {
-		for _, l := range ls {
-			l.Close()
+// firstOther returns the first running server other than exclude, or -1.
+func firstOther(running []bool, exclude int) int {
+	for i, r := range running {
+		if r && i != exclude {
+			return i
 		}
-	}()
-	ports := make([]int, 0, n)
-	for i := 0; i < n; i++ {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, err
-		}
-		ls = append(ls, l)
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
 	}
-	return ports, nil
+	return -1
+}
+
+// fewestLeading returns the running server other than exclude with the smallest count (ties:
+// the lower index), or -1.
+func fewestLeading(counts map[int]int, running []bool, exclude int) int {
+	best := -1
+	for i, r := range running {
+		if r && i != exclude && (best < 0 || counts[i] < counts[best]) {
+			best = i
+		}
+	}
+	return best
 }

@@ -33,8 +33,8 @@
 //
 // A [Target] starts ensembles of a [Shape] (servers, Corral shards, Corral's injected apply
 // delay): Apache ZooKeeper from the Debian package via internal/apachezk; Corral as `corral
-// server --config zoo.cfg` child processes with a generated zoo.cfg and myid per server, ready
-// when every server answers ruok with imok and accepts a session; or an external ensemble
+// server --config zoo.cfg` child processes started by internal/corralproc (generated zoo.cfg
+// and myid per server), ready when every server answers ruok with imok and accepts a session; or an external ensemble
 // (--servers), which cannot be crashed. Both started targets get globalOutstandingLimit=2000
 // (the paper's throttle) and maxClientCnxns=0.
 //

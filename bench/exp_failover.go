@@ -130,40 +130,24 @@ func runFailoverSchedule(ctx context.Context, c Cluster, start time.Time, window
 		defer cancel()
 		return c.Restart(rctx, i)
 	}
-	n := len(c.Addrs())
 	if !at(atFollowerKill) {
 		return
 	}
-	leader := c.Leader(ctx)
-	follower := -1
-	for i := 0; i < n; i++ {
-		if i != leader {
-			follower = i
-			break
-		}
-	}
+	follower := c.Follower(ctx)
 	if follower >= 0 {
-		add("1", "follower killed", follower, c.Kill(follower))
+		add("1", describe(ctx, c, "follower killed", follower), follower, c.Kill(follower))
 		at(atFollowerRestart)
 		add("2", "follower restarted (serving)", follower, restart(follower))
 	}
 	if !at(atLeaderKill) {
 		return
 	}
-	leader = c.Leader(ctx)
+	leader := c.Leader(ctx)
 	if leader < 0 {
 		add("3", "no leader found to kill", -1, fmt.Errorf("no server reports Mode: leader"))
 		return
 	}
-	what := "leader killed"
-	if d, ok := c.(interface {
-		Describe(context.Context, int) string
-	}); ok {
-		if s := d.Describe(ctx, leader); s != "" {
-			what += " (" + s + ")"
-		}
-	}
-	add("3", what, leader, c.Kill(leader))
+	add("3", describe(ctx, c, "leader killed", leader), leader, c.Kill(leader))
 	// Watch for the new leader (srvr Mode) while the schedule goes on.
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -182,6 +166,18 @@ func runFailoverSchedule(ctx context.Context, c Cluster, start time.Time, window
 	at(atLeaderRestart)
 	add("5", "old leader restarted (serving)", leader, restart(leader))
 	wg.Wait()
+}
+
+// describe adds what the cluster says about server i (Corral: how many shards it leads) to what.
+func describe(ctx context.Context, c Cluster, what string, i int) string {
+	if d, ok := c.(interface {
+		Describe(context.Context, int) string
+	}); ok {
+		if s := d.Describe(ctx, i); s != "" {
+			what += " (" + s + ")"
+		}
+	}
+	return what
 }
 
 // analyzeFailover fills the baseline (mean rate from the end of the warm-up until the first

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/corral/corral/internal/apachezk"
+	"github.com/corral/corral/internal/corralproc"
 )
 
 // smokeCase is one experiment run in --short mode and the CSV column that must be positive in
@@ -164,55 +165,60 @@ func TestSmokeCorral(t *testing.T) {
 	}
 }
 
-// TestCorralConfig checks the zoo.cfg the corral target writes: the standard keys, one
-// server line per member, and the Corral keys.
-func TestCorralConfig(t *testing.T) {
-	dir := t.TempDir()
-	c := &corralCluster{t: corralTarget{tick: time.Second}, root: dir}
-	for i := 0; i < 3; i++ {
-		c.servers = append(c.servers, &corralServer{myid: i + 1, dir: filepath.Join(dir, "s"+strconv.Itoa(i+1)),
-			clientPort: 2181 + i, peerPort: 2888 + i, electionPort: 3888 + i, admin: 8080 + i})
+// TestCorralOptions checks the corralproc options the corral target asks for: the shape, the
+// common zoo.cfg keys, and corral.testing.applyDelay only with a delay.
+func TestCorralOptions(t *testing.T) {
+	tg := corralTarget{bin: "/x/corral", tick: time.Second, keepDir: true, dir: "/tmp/b"}
+	o := tg.options(Shape{Servers: 3, Shards: 8, ApplyDelay: 2 * time.Millisecond})
+	if o.Servers != 3 || o.Shards != 8 || o.TickTime != time.Second || o.Binary != "/x/corral" ||
+		!o.KeepDir || o.Dir != "/tmp/b" || o.StartTimeout != 90*time.Second {
+		t.Errorf("options: %+v", o)
 	}
-	if err := c.writeConfig(c.servers[1], Shape{Servers: 3, Shards: 8, ApplyDelay: 2 * time.Millisecond}); err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := os.ReadFile(filepath.Join(dir, "s2", "zoo.cfg"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, want := range []string{
-		"tickTime=1000\n", "initLimit=10\n", "syncLimit=5\n", "clientPort=2182\n", "clientPortAddress=127.0.0.1\n",
-		"admin.serverPort=8081\n", "4lw.commands.whitelist=*\n", "corral.shards=8\n", "corral.testing.applyDelay=2ms\n",
-		"server.1=127.0.0.1:2888:3888\n", "server.2=127.0.0.1:2889:3889\n", "server.3=127.0.0.1:2890:3890\n",
-		"dataDir=" + filepath.Join(dir, "s2", "data") + "\n", "maxClientCnxns=0\n",
-	} {
-		if !strings.Contains(string(cfg), want) {
-			t.Errorf("zoo.cfg lacks %q:\n%s", want, cfg)
+	for k, v := range map[string]string{"globalOutstandingLimit": "2000", "maxClientCnxns": "0",
+		"corral.testing.applyDelay": "2ms"} {
+		if o.Config[k] != v {
+			t.Errorf("Config[%q] = %q, want %q (%v)", k, o.Config[k], v, o.Config)
 		}
 	}
-	myid, err := os.ReadFile(filepath.Join(dir, "s2", "data", "myid"))
-	if err != nil || strings.TrimSpace(string(myid)) != "2" {
-		t.Errorf("myid = %q, %v", myid, err)
+	o = tg.options(Shape{Servers: 0})
+	if o.Servers != 1 || o.Shards != 1 {
+		t.Errorf("zero shape: %d servers, %d shards", o.Servers, o.Shards)
 	}
-	// No delay: no key.
-	if err := c.writeConfig(c.servers[0], Shape{Servers: 3, Shards: 1}); err != nil {
-		t.Fatal(err)
-	}
-	cfg, _ = os.ReadFile(filepath.Join(dir, "s1", "zoo.cfg"))
-	if strings.Contains(string(cfg), "applyDelay") {
-		t.Errorf("applyDelay written without a delay:\n%s", cfg)
+	if _, ok := o.Config["corral.testing.applyDelay"]; ok {
+		t.Errorf("applyDelay without a delay: %v", o.Config)
 	}
 }
 
-func TestParseShardLeaders(t *testing.T) {
-	counts, total, err := parseShardLeaders("shard=1 leader=2 term=3 has_leader=true\n" +
-		"shard=2 leader=2 term=3 has_leader=true\nshard=3 leader=1 term=3 has_leader=true\n" +
-		"shard=4 leader=0 term=4 has_leader=false\n")
-	if err != nil || total != 4 || counts[2] != 2 || counts[1] != 1 || len(counts) != 2 {
-		t.Fatalf("counts %v total %d err %v", counts, total, err)
+// TestLeadership checks how the failover experiment picks Corral's leader (most shards led)
+// and follower (fewest, never the leader) from a /shards page.
+func TestLeadership(t *testing.T) {
+	counts, total := leadCounts([]corralproc.ShardLeader{
+		{Shard: 1, Leader: 2, HasLeader: true}, {Shard: 2, Leader: 2, HasLeader: true},
+		{Shard: 3, Leader: 1, HasLeader: true}, {Shard: 4, Leader: 3, HasLeader: false},
+	})
+	if total != 4 || counts[1] != 2 || counts[0] != 1 || len(counts) != 2 {
+		t.Fatalf("counts %v total %d", counts, total)
 	}
-	if _, _, err := parseShardLeaders("nothing here\n"); err == nil {
-		t.Fatal("empty page accepted")
+	all := []bool{true, true, true}
+	if l := mostLeading(counts, 3); l != 1 {
+		t.Errorf("leader = %d, want 1", l)
+	}
+	if f := fewestLeading(counts, all, 1); f != 2 {
+		t.Errorf("follower = %d, want 2 (leads nothing)", f)
+	}
+	if f := fewestLeading(counts, []bool{true, true, false}, 1); f != 0 {
+		t.Errorf("follower with server 3 down = %d, want 0", f)
+	}
+	// Equal counts: the leader is the lowest index, the follower the next one.
+	even := map[int]int{0: 1, 1: 1, 2: 1}
+	if l, f := mostLeading(even, 3), fewestLeading(even, all, 0); l != 0 || f != 1 {
+		t.Errorf("even split: leader %d follower %d, want 0 and 1", l, f)
+	}
+	if l := mostLeading(map[int]int{}, 3); l != -1 {
+		t.Errorf("no leaders: %d", l)
+	}
+	if f := firstOther([]bool{false, true, true}, 1); f != 2 {
+		t.Errorf("firstOther = %d, want 2", f)
 	}
 }
 

@@ -43,6 +43,9 @@ type Cluster interface {
 	// Leader returns the index of the server that leads (ZooKeeper: `srvr` says "Mode:
 	// leader"; Corral: the server leading the most shards), or -1.
 	Leader(ctx context.Context) int
+	// Follower returns the server to kill as "a follower" (ZooKeeper: the first one that is not
+	// the leader; Corral: the server leading the fewest shards, not Leader's choice), or -1.
+	Follower(ctx context.Context) int
 	// Close stops every server the benchmark started.
 	Close() error
 }
@@ -103,7 +106,10 @@ func (c zkCluster) Addrs() []string                          { return c.e.Addrs(
 func (c zkCluster) Kill(i int) error                         { return c.e.Kill(i) }
 func (c zkCluster) Restart(ctx context.Context, i int) error { return c.e.Start(ctx, i) }
 func (c zkCluster) Leader(context.Context) int               { return c.e.Leader() }
-func (c zkCluster) Close() error                             { return c.e.Close() }
+func (c zkCluster) Follower(ctx context.Context) int {
+	return firstOther(allRunning(len(c.Addrs())), c.Leader(ctx))
+}
+func (c zkCluster) Close() error { return c.e.Close() }
 
 // externalTarget is an ensemble someone else runs (--servers).
 type externalTarget struct {
@@ -133,9 +139,12 @@ func (c externalCluster) Addrs() []string                  { return c.addrs }
 func (externalCluster) Kill(int) error                     { return ErrUnsupported }
 func (externalCluster) Restart(context.Context, int) error { return ErrUnsupported }
 func (c externalCluster) Leader(ctx context.Context) int   { return leaderBySrvr(ctx, c.addrs) }
-func (externalCluster) Close() error                       { return nil }
-func (externalCluster) String() string                     { return "external" }
-func parseAddrs(s string) []string                         { return splitList(s) }
+func (c externalCluster) Follower(ctx context.Context) int {
+	return firstOther(allRunning(len(c.addrs)), c.Leader(ctx))
+}
+func (externalCluster) Close() error   { return nil }
+func (externalCluster) String() string { return "external" }
+func parseAddrs(s string) []string     { return splitList(s) }
 func splitList(s string) []string {
 	var out []string
 	for _, f := range strings.Split(s, ",") {
@@ -170,6 +179,15 @@ func parseFloats(s string) ([]float64, error) {
 		out = append(out, n)
 	}
 	return out, nil
+}
+
+// allRunning is n servers, all taken as running.
+func allRunning(n int) []bool {
+	r := make([]bool, n)
+	for i := range r {
+		r[i] = true
+	}
+	return r
 }
 
 // leaderBySrvr asks each server for its srvr Mode and returns the first leader (or standalone).
