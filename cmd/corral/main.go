@@ -1,9 +1,3 @@
-// Command corral runs Corral servers and its tools.
-//
-//	corral server --config zoo.cfg     run one server from a ZooKeeper-style configuration
-//	corral local [--servers 3] ...      run a local ensemble, one process per server
-//	corral bench <experiment> ...       benchmarks against Corral and Apache ZooKeeper
-//	corral version
 package main
 
 import (
