@@ -3,14 +3,18 @@ GO        ?= go
 PKGS      ?= ./...
 TESTFLAGS ?= -count=1 -timeout 30m
 
-.PHONY: build test test-short test-race verify fuzz bench clean
+.PHONY: build deps test test-short test-race verify fuzz bench clean
 
 build:
 	CGO_ENABLED=0 $(GO) build -o bin/corral ./cmd/corral
 
+# Debian packages the tests compare against: Apache ZooKeeper 3.8, its C client, kazoo.
+deps:
+	./scripts/install-deps.sh
+
 # Full suite: unit, transcript, in-process cluster, differential (against Apache ZooKeeper 3.8,
 # installed by scripts/install-deps.sh when missing) and real-client tests.
-test: build
+test: build deps
 	$(GO) test $(TESTFLAGS) $(PKGS)
 
 test-short:
