@@ -42,7 +42,7 @@ func TestJavaHashSetOrder(t *testing.T) {
 // into its CloseSessionTxn. The generator: for 120 random sets of 1..30 paths, insert into a
 // HashSet, clone it, list the clone.
 func TestJavaHashSetOrderMatchesJava(t *testing.T) {
-	data, err := os.ReadFile("testdata/javaorder_clone.txt")
+	data, err := os.ReadFile("testdata/javaorder_clone.orders")
 	if err != nil {
 		t.Fatal(err)
 	}
