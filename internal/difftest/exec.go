@@ -46,6 +46,7 @@ type side struct {
 	prefix  string
 	opts    Options
 	clients [MaxClients]*client
+	raw     *rawStore // raw sessions kept across steps (see RawOpen)
 }
 
 // client is one logical client's current session. events is appended by
@@ -64,7 +65,7 @@ type nopLogger struct{}
 func (nopLogger) Printf(string, ...any) {}
 
 func newSide(t Target, prefix string, opts Options) *side {
-	return &side{target: t, prefix: prefix, opts: opts}
+	return &side{target: t, prefix: prefix, opts: opts, raw: newRawStore(prefix)}
 }
 
 // abs maps a script path into the prefix.
@@ -156,7 +157,10 @@ func (s *side) session(ctx context.Context, i int) (c *client, opened bool, err 
 }
 
 // closeAll closes every open session. It unblocks any request in flight.
+// Raw connections are dropped without closing their sessions (use
+// closeRawSessions first for a graceful end).
 func (s *side) closeAll() {
+	s.raw.dropAll()
 	var wg sync.WaitGroup
 	for i, c := range s.clients {
 		if c == nil {
@@ -215,7 +219,8 @@ func (s *side) exec(ctx context.Context, c *client, st Step, abandoned *atomic.B
 		if st.Raw == nil {
 			return Result{}, fmt.Errorf("difftest: raw step %q has no function", st.Name)
 		}
-		r, err := st.Raw(context.WithValue(ctx, chrootKey{}, s.prefix), s.target.Addr())
+		rctx := context.WithValue(context.WithValue(ctx, chrootKey{}, s.prefix), rawStoreKey{}, s.raw)
+		r, err := st.Raw(rctx, s.target.Addr())
 		if err != nil {
 			return Result{}, fmt.Errorf("difftest: raw step %q on %s: %w", st.Name, s.target.Name, err)
 		}

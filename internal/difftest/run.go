@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -148,6 +149,7 @@ func Execute(ctx context.Context, oracle, candidate Target, script Script, opts 
 	sides := [2]*side{newSide(oracle, prefix, opts), newSide(candidate, prefix, opts)}
 	defer func() {
 		for _, s := range sides {
+			s.raw.closeSessions(ctx)
 			s.closeAll()
 		}
 	}()
@@ -236,6 +238,25 @@ func Execute(ctx context.Context, oracle, candidate Target, script Script, opts 
 			continue
 		}
 		st := Step{Op: OpEvents, Client: ci, Wait: opts.FinalWait}
+		var res [2]Result
+		for j, s := range sides {
+			r, err := s.run(ctx, st)
+			if err != nil && !errors.Is(err, errStepTimeout) {
+				return nil, err
+			}
+			res[j] = r
+		}
+		if d := cmp.Compare("end of script", res[0], res[1]); d != nil {
+			return mismatch(len(script.Steps), st.String(), *d, res[0], res[1]), nil
+		}
+	}
+	// And so must the events of raw sessions still open on both sides.
+	names := sides[0].raw.names()
+	if got := sides[1].raw.names(); !slices.Equal(names, got) {
+		return nil, fmt.Errorf("difftest: internal: raw sessions %q on the oracle, %q on the candidate", names, got)
+	}
+	for _, name := range names {
+		st := RawEvents(name, opts.FinalWait)
 		var res [2]Result
 		for j, s := range sides {
 			r, err := s.run(ctx, st)

@@ -1,0 +1,17 @@
+package difftest_test
+
+import (
+	"testing"
+
+	"github.com/corral/corral/internal/difftest"
+)
+
+// TestRawScriptsZooKeeperAgainstItself runs the raw-wire scripts with Apache
+// ZooKeeper on both sides: they must agree, which proves the scripts
+// deterministic and their normalisation right.
+func TestRawScriptsZooKeeperAgainstItself(t *testing.T) {
+	oracle, candidate := servers(t)
+	for _, s := range difftest.RawScripts() {
+		t.Run(s.Name, func(t *testing.T) { difftest.Run(t, oracle, candidate, s) })
+	}
+}
