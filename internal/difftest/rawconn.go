@@ -461,4 +461,3 @@ func (rc *RawConn) Close() {
 		rc.wg.Wait()
 	})
 }
-

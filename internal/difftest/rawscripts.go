@@ -422,7 +422,7 @@ func rawRemoveWatchesScript() Script {
 		Create(0, "/x", nil, 0),
 		Create(0, "/x/d", b("d"), 0),
 		RawOpen(raw, false),
-		RGet(raw, "/x/d", true),      // data watch
+		RGet(raw, "/x/d", true),       // data watch
 		RExists(raw, "/x/none", true), // exist watch (missing node)
 		RChildren(raw, "/x", true),    // child watch
 		RCheckWatches(raw, "/x/d", wire.WatcherChildren),
