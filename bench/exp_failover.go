@@ -42,7 +42,7 @@ type OutageReport struct {
 	ZeroSec     float64 `json:"zero_s"`    // time with no completed op (in the 5 s after)
 	Below50Sec  float64 `json:"below50_s"` // longest stretch under half the baseline
 	MinOpsPerS  float64 `json:"min_ops_per_s"`
-	RecoverySec float64 `json:"recovery_s"` // until back at ≥ half the baseline
+	RecoverySec float64 `json:"recovery_s"` // until back at ≥ half the baseline; -1: not within the 5 s examined
 	ElectionSec float64 `json:"election_s"` // leader kills: until srvr names a new leader
 }
 
@@ -54,6 +54,9 @@ const (
 	atLeaderKill      = 0.50
 	atLeaderRestart   = 0.70
 )
+
+// outageWindow is how long after a kill the dip is examined.
+const outageWindow = 5 * time.Second
 
 func runFailover(ctx context.Context, e *env) error {
 	n := e.cfg.Sizes[0]
@@ -168,6 +171,14 @@ func runFailoverSchedule(ctx context.Context, c Cluster, start time.Time, window
 	wg.Wait()
 }
 
+// recovery formats OutageReport.RecoverySec.
+func recovery(sec float64) string {
+	if sec < 0 {
+		return fmt.Sprintf("not within %.0f s", outageWindow.Seconds())
+	}
+	return ff(sec, 1)
+}
+
 // describe adds what the cluster says about server i (Corral: how many shards it leads) to what.
 func describe(ctx context.Context, c Cluster, what string, i int) string {
 	if d, ok := c.(interface {
@@ -202,7 +213,7 @@ func analyzeFailover(run *FailoverRun, tl *Timeline, warmup, window time.Duratio
 			continue
 		}
 		at := time.Duration(ev.AtSec * float64(time.Second))
-		o := tl.OutageAfter(at, 5*time.Second, run.BaselineOp, 0.5)
+		o := tl.OutageAfter(at, outageWindow, run.BaselineOp, 0.5)
 		r := OutageReport{Event: ev.Event, AtSec: ev.AtSec, ZeroSec: o.Zero.Seconds(), Below50Sec: o.Below.Seconds(),
 			MinOpsPerS: o.MinRate, RecoverySec: o.Recovery.Seconds()}
 		if ev.Code == "3" {
@@ -270,7 +281,7 @@ func (e *env) reportFailover(runs []FailoverRun) error {
 				el = ff(o.ElectionSec, 2)
 			}
 			rows = append(rows, []string{r.Target, kops(r.BaselineOp), o.Event, ff(o.AtSec, 2), ff(o.ZeroSec, 1),
-				ff(o.Below50Sec, 1), kops(o.MinOpsPerS), ff(o.RecoverySec, 1), el})
+				ff(o.Below50Sec, 1), kops(o.MinOpsPerS), recovery(o.RecoverySec), el})
 		}
 	}
 	b.WriteString(mdTable(header, rows))

@@ -77,7 +77,7 @@ type Outage struct {
 	Below    time.Duration // longest run of buckets under frac × baseline, starting within window after at
 	Zero     time.Duration // total time with zero completions within the window
 	MinRate  float64       // lowest bucket rate within the window
-	Recovery time.Duration // from at until the first bucket back at or above frac × baseline after the dip
+	Recovery time.Duration // from at until the first bucket back at or above frac × baseline after the dip; -1 if it dipped and did not come back within the window
 }
 
 // OutageAfter examines the buckets in [at, at+window) against baseline (ops/s).
@@ -113,6 +113,9 @@ func (t *Timeline) OutageAfter(at, window time.Duration, baseline, frac float64)
 	}
 	if o.MinRate < 0 {
 		o.MinRate = 0
+	}
+	if dipped && o.Recovery == 0 {
+		o.Recovery = -1
 	}
 	return o
 }

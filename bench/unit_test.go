@@ -88,6 +88,13 @@ func TestTimelineOutage(t *testing.T) {
 	if o := tl.OutageAfter(2*time.Second, time.Second, 1000, 0.5); o.Below != 0 || o.Zero != 0 || o.MinRate != 1000 {
 		t.Fatalf("no outage expected: %+v", o)
 	}
+	// a dip that lasts past the window: not recovered (-1), not "recovered at once" (0)
+	for i := 20; i < 30; i++ {
+		tl.Counts[i] = 10
+	}
+	if o := tl.OutageAfter(2*time.Second, 500*time.Millisecond, 1000, 0.5); o.Below != 500*time.Millisecond || o.Recovery != -1 {
+		t.Fatalf("lasting dip: %+v", o)
+	}
 }
 
 func TestRecommend(t *testing.T) {
