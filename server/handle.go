@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 	"time"
+	"unicode/utf16"
 
 	"github.com/corral/corral/acl"
 	"github.com/corral/corral/router"
@@ -29,7 +30,8 @@ func (c *conn) handle(frame []byte) bool {
 		if !c.waitIdle() {
 			return false
 		}
-		c.reply(h.Xid, wire.ErrOK, nil)
+		// ZooKeeper answers every ping with xid -2, whatever xid it carried.
+		c.reply(wire.XidPing, wire.ErrOK, nil)
 		return true
 	case wire.OpAuth:
 		return c.handleAuth(h, body)
@@ -41,11 +43,31 @@ func (c *conn) handle(frame []byte) bool {
 	case wire.OpSync:
 		return c.handleSync(h, body)
 	}
+	switch h.Op {
+	case wire.OpSASL:
+		return c.handleSASL(h)
+	case wire.OpDeleteContainer, wire.OpCreateSession:
+		// Valid request types that only servers generate. ZooKeeper 3.8.0's PrepRequestProcessor
+		// turns them into an error txn (BADARGUMENTS for deleteContainer, MARSHALLINGERROR for
+		// createSession, whose body does not decode as a client's) and keeps the connection.
+		// (ZooKeeper's error txn also takes a zxid; Corral's reply does not.)
+		if !c.waitIdle() {
+			return false
+		}
+		errc := wire.ErrBadArguments
+		if h.Op == wire.OpCreateSession {
+			errc = wire.ErrMarshallingError
+		}
+		c.reply(h.Xid, errc, nil)
+		return true
+	}
 	rec, err := wire.DecodeRequest(h.Op, body)
-	if errors.Is(err, wire.ErrUnknownOp) || h.Op == wire.OpSASL {
+	if errors.Is(err, wire.ErrUnknownOp) {
 		c.s.o.Log.Warn("unknown opcode, closing connection", "op", int32(h.Op), "remote", c.nc.RemoteAddr().String())
 		if c.waitIdle() {
-			c.reply(h.Xid, wire.ErrUnimplemented, nil)
+			// UnimplementedRequestProcessor: the reply carries the request's zxid, -1 for a
+			// request that never became a txn.
+			c.send(wire.AppendReply(nil, wire.ReplyHeader{Xid: h.Xid, Zxid: -1, Err: wire.ErrUnimplemented}, nil))
 		}
 		return false
 	}
@@ -54,6 +76,14 @@ func (c *conn) handle(frame []byte) bool {
 	}
 	if err != nil {
 		c.s.o.Log.Warn("undecodable request", "op", opName(h.Op), "remote", c.nc.RemoteAddr().String(), "err", err)
+		if h.Op == wire.OpMultiRead && multiReadOfWrites(body) {
+			// ZooKeeper decodes a multiRead of write ops, fails on the first one in
+			// FinalRequestProcessor ("Invalid type of op") and sends the empty MultiResponse it
+			// had started along with MARSHALLINGERROR.
+			c.send(wire.AppendReply(nil, wire.ReplyHeader{Xid: h.Xid, Zxid: c.replyZxid(0), Err: wire.ErrMarshallingError},
+				&wire.MultiResponse{}))
+			return true
+		}
 		c.reply(h.Xid, wire.ErrMarshallingError, nil)
 		return true
 	}
@@ -87,6 +117,12 @@ func (c *conn) handle(frame []byte) bool {
 		return false
 	}
 	return true
+}
+
+// multiReadOfWrites reports whether body is a well-formed multi of write ops only.
+func multiReadOfWrites(body []byte) bool {
+	var m wire.MultiRequest
+	return m.Decode(wire.NewDecoder(body)) == nil && len(m.Ops) > 0 && !m.ReadOnly()
 }
 
 func readPath(rec wire.Record) string {
@@ -190,6 +226,22 @@ func (c *conn) handleSetWatches(h wire.RequestHeader, rec wire.Record) {
 		rel, data, exist, child, pers, rec2 = r.RelativeZxid, r.DataWatches, r.ExistWatches, r.ChildWatches,
 			r.PersistentWatches, r.PersistentRecursiveWatches
 	}
+	// A null list (vector length -1; real clients send empty ones) makes ZooKeeper 3.8.0's
+	// DataTree.setWatches throw a NullPointerException when it reaches it: the lists before it
+	// take effect, the rest do not, and the reply is MARSHALLINGERROR.
+	lists := []*[]string{&data, &exist, &child}
+	if _, ok := rec.(*wire.SetWatches2); ok {
+		lists = append(lists, &pers, &rec2)
+	}
+	malformed := false
+	for _, l := range lists {
+		if *l == nil {
+			malformed = true
+		}
+		if malformed {
+			*l = nil
+		}
+	}
 	unlock := c.s.o.Router.LockAll()
 	lookup := func(path string) (int64, int64, bool) {
 		sh := c.s.o.Router.Lookup(path)
@@ -204,25 +256,28 @@ func (c *conn) handleSetWatches(h wire.RequestHeader, rec wire.Record) {
 		return st.Mzxid, st.Pzxid, true
 	}
 	c.s.o.Hub.SetWatches(c, rel, data, exist, child, pers, rec2, lookup)
-	c.reply(h.Xid, wire.ErrOK, nil)
+	if malformed {
+		c.reply(h.Xid, wire.ErrMarshallingError, nil)
+	} else {
+		c.reply(h.Xid, wire.ErrOK, nil)
+	}
 	unlock()
 }
 
+// handleAddWatch registers a persistent (recursive) watch. As in ZooKeeper 3.8.0 the path is not
+// validated (a watch on a path no change can have never fires), and an unknown mode fails in
+// WatcherMode.fromZooDef with an IllegalArgumentException, which FinalRequestProcessor answers
+// with MARSHALLINGERROR.
 func (c *conn) handleAddWatch(h wire.RequestHeader, r *wire.AddWatchRequest) {
-	if err := validateReadPath(r.Path); err != nil {
-		c.reply(h.Xid, wire.ErrBadArguments, nil)
+	if r.Mode != wire.AddWatchPersistent && r.Mode != wire.AddWatchPersistentRecursive {
+		c.reply(h.Xid, wire.ErrMarshallingError, nil)
 		return
 	}
 	unlock := c.s.o.Router.LockAll()
-	switch r.Mode {
-	case wire.AddWatchPersistent:
+	if r.Mode == wire.AddWatchPersistent {
 		c.s.o.Hub.AddPersistent(c, r.Path)
-	case wire.AddWatchPersistentRecursive:
+	} else {
 		c.s.o.Hub.AddPersistentRecursive(c, r.Path)
-	default:
-		unlock()
-		c.reply(h.Xid, wire.ErrBadArguments, nil)
-		return
 	}
 	c.reply(h.Xid, wire.ErrOK, &wire.ErrorResponse{Err: wire.ErrOK})
 	unlock()
@@ -238,6 +293,12 @@ func (c *conn) handleRemoveWatches(h wire.RequestHeader, rec wire.Record) {
 	case *wire.RemoveWatchesRequest:
 		path, typ, remove = r.Path, r.Type, true
 	}
+	if typ < wire.WatcherChildren || typ > wire.WatcherAny {
+		// ZooKeeper 3.8.0's WatcherType.fromInt knows 1..3 and throws a RuntimeException
+		// otherwise: MARSHALLINGERROR.
+		c.reply(h.Xid, wire.ErrMarshallingError, nil)
+		return
+	}
 	var ok bool
 	if remove {
 		ok = c.s.o.Hub.Remove(c, path, typ)
@@ -252,7 +313,7 @@ func (c *conn) handleRemoveWatches(h wire.RequestHeader, rec wire.Record) {
 }
 
 func (c *conn) handleWhoAmI(h wire.RequestHeader) {
-	ids := c.AuthIDs()
+	ids := zkAuthSetOrder(c.AuthIDs())
 	resp := &wire.WhoAmIResponse{ClientInfo: make([]wire.ClientInfo, 0, len(ids))}
 	for _, id := range ids {
 		user := id.ID
@@ -277,15 +338,18 @@ func (c *conn) handleAuth(h wire.RequestHeader, body []byte) bool {
 	var add []wire.ID
 	switch p.Scheme {
 	case "digest":
+		// Any credentials are accepted, with or without a colon: ZooKeeper's
+		// DigestAuthenticationProvider makes "user:base64(sha1(all))" of whatever it gets.
 		user := string(p.Auth)
-		if !strings.Contains(user, ":") {
-			break
-		}
 		id := acl.Digest(user)
 		add = append(add, wire.ID{Scheme: "digest", ID: id})
 		if c.s.o.SuperDigest != "" && id == c.s.o.SuperDigest {
 			add = append(add, wire.ID{Scheme: "super", ID: ""})
 		}
+	case "ip":
+		// IPAuthenticationProvider ignores the credentials and adds the connection's own
+		// address, which every connection already has.
+		add = append(add, wire.ID{Scheme: "ip", ID: c.ip})
 	}
 	if len(add) == 0 {
 		c.s.o.Log.Warn("authentication failed", "scheme", p.Scheme, "remote", c.nc.RemoteAddr().String())
@@ -300,6 +364,48 @@ func (c *conn) handleAuth(h wire.RequestHeader, body []byte) bool {
 	// ordinary xid from go-zookeeper.
 	c.send(wire.AppendReply(nil, wire.ReplyHeader{Xid: h.Xid, Zxid: 0, Err: wire.ErrOK}, nil))
 	return true
+}
+
+// handleSASL answers a sasl request as ZooKeeper 3.8.0 does without a SASL server configured: its
+// processSasl catches the NullPointerException of the missing ZooKeeperSaslServer and replies OK
+// with a null token and zxid 0, outside the request pipeline; the connection stays open and no
+// identity is added.
+func (c *conn) handleSASL(h wire.RequestHeader) bool {
+	if !c.waitIdle() {
+		return false
+	}
+	c.send(wire.AppendReply(nil, wire.ReplyHeader{Xid: h.Xid, Zxid: 0, Err: wire.ErrOK}, &wire.SetSASLResponse{}))
+	return true
+}
+
+// zkAuthSetOrder returns ids in the order ZooKeeper 3.8.0 lists a connection's identities (whoAmI):
+// ServerCnxn keeps them in a ConcurrentHashMap-backed set, iterated by table bucket, each bucket
+// in insertion order. The bucket of an Id is spread(hashCode) & (n-1), with Id.hashCode =
+// 37·(37·17 + scheme.hashCode()) + id.hashCode() (jute) and spread(h) = (h ^ h>>>16) & 0x7fffffff;
+// the table has 16 buckets until it holds 12 entries and doubles from there (the order inside a
+// bucket after such a resize is not reproduced; connections hold a handful of identities).
+func zkAuthSetOrder(ids []wire.ID) []wire.ID {
+	n := uint32(16)
+	for uint32(len(ids)) >= n-n/4 {
+		n *= 2
+	}
+	bucket := func(id wire.ID) uint32 {
+		h := 37*(37*17+javaStringHash(id.Scheme)) + javaStringHash(id.ID)
+		u := uint32(h)
+		return ((u ^ u>>16) & 0x7fffffff) & (n - 1)
+	}
+	out := append([]wire.ID(nil), ids...)
+	sort.SliceStable(out, func(i, j int) bool { return bucket(out[i]) < bucket(out[j]) })
+	return out
+}
+
+// javaStringHash is java.lang.String.hashCode (over UTF-16 code units, wrapping int32).
+func javaStringHash(s string) int32 {
+	var h int32
+	for _, u := range utf16.Encode([]rune(s)) {
+		h = 31*h + int32(u)
+	}
+	return h
 }
 
 func dedupIDs(ids []wire.ID) []wire.ID {
@@ -453,12 +559,6 @@ func (c *conn) handleClose(h wire.RequestHeader) bool {
 	return false
 }
 
-func validateReadPath(p string) error {
-	if p == "" || p[0] != '/' || strings.ContainsRune(p, 0) {
-		return errors.New("invalid path")
-	}
-	return nil
-}
 
 var opNames = map[wire.OpCode]string{
 	wire.OpCreate: "create", wire.OpDelete: "delete", wire.OpExists: "exists", wire.OpGetData: "getData",
