@@ -15,3 +15,12 @@ func TestRawScriptsZooKeeperAgainstItself(t *testing.T) {
 		t.Run(s.Name, func(t *testing.T) { difftest.Run(t, oracle, candidate, s) })
 	}
 }
+
+// TestKnownDifferenceScriptsZooKeeperAgainstItself: the scripts that show
+// Corral's known differences are deterministic on ZooKeeper.
+func TestKnownDifferenceScriptsZooKeeperAgainstItself(t *testing.T) {
+	oracle, candidate := servers(t)
+	for _, s := range difftest.KnownDifferenceScripts() {
+		t.Run(s.Name, func(t *testing.T) { difftest.Run(t, oracle, candidate, s) })
+	}
+}

@@ -665,26 +665,50 @@ func RAuth(name, scheme, creds string) Step {
 }
 
 // RRequest sends op with body req (nil: empty body) on raw session name and
-// reports the reply code, the reply body (hex), how the reply zxid relates
-// to 0 (ZooKeeper answers some requests with -1), and whether the
-// connection still serves requests afterwards. For opcodes whose effect is
+// reports the reply code, the reply body (hex), the reply zxid (0 or -1,
+// which ZooKeeper sends for some requests, or whether it is above the last
+// zxid the session saw, i.e. the request used a zxid of its own), the reply
+// xid (ZooKeeper answers every ping with -2) and whether the connection
+// still serves requests afterwards. For opcodes whose effect is
 // the point (reconfig, sasl, unknown ones).
 func RRequest(name, label string, op wire.OpCode, req func(ctx context.Context) wire.Record) Step {
+	return rRequest(name, label, op, req, true)
+}
+
+// RRequestNoZxid is RRequest without the reply zxid's relation to the last
+// zxid seen (for requests that take a zxid of their own in ZooKeeper only).
+func RRequestNoZxid(name, label string, op wire.OpCode, req func(ctx context.Context) wire.Record) Step {
+	return rRequest(name, label, op, req, false)
+}
+
+func rRequest(name, label string, op wire.OpCode, req func(ctx context.Context) wire.Record, withZxid bool) Step {
 	return RawOn(name, fmt.Sprintf("%s (op %d)", label, op), func(ctx context.Context, rc *RawConn) (Result, error) {
 		var rec wire.Record
 		if req != nil {
 			rec = req(ctx)
 		}
+		// The zxid of the last write this session saw: a reply zxid above
+		// it means the request consumed a zxid of its own.
+		if _, err := rc.Call(ctx, wire.OpSync, &wire.SyncRequest{Path: Chroot(ctx)}); err != nil {
+			return Result{}, err
+		}
+		before := rc.LastZxid()
 		r, closed, err := call(ctx, rc, op, rec)
 		if closed != nil || err != nil {
 			return deref(closed), err
 		}
-		zx := "zxid>0"
-		switch {
-		case r.Header.Zxid == 0:
+		var zx string
+		switch z := r.Header.Zxid; {
+		case z == 0:
 			zx = "zxid=0"
-		case r.Header.Zxid < 0:
-			zx = fmt.Sprintf("zxid=%d", r.Header.Zxid)
+		case z < 0:
+			zx = fmt.Sprintf("zxid=%d", z)
+		case z > before:
+			zx = "zxid>last seen"
+		case z == before:
+			zx = "zxid=last seen"
+		default:
+			zx = "zxid<last seen"
 		}
 		xid := "xid=request's"
 		if r.Header.Xid != r.ReqXid {
@@ -694,7 +718,11 @@ func RRequest(name, label string, op wire.OpCode, req func(ctx context.Context) 
 		if err != nil {
 			return Result{}, err
 		}
-		return Result{Err: r.ErrName(), Values: []string{fmt.Sprintf("body=%x", r.Body), zx, xid, state}}, nil
+		v := []string{fmt.Sprintf("body=%x", r.Body), zx, xid, state}
+		if !withZxid {
+			v = append(v[:1], v[2:]...)
+		}
+		return Result{Err: r.ErrName(), Values: v}, nil
 	})
 }
 

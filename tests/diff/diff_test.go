@@ -20,7 +20,8 @@ func startBoth(t *testing.T) (oracle, candidate difftest.Target) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	zk, err := apachezk.Start(ctx, apachezk.Options{JVMFlags: []string{
+	// tickTime as testcluster's (500 ms), so that both clamp session timeouts to [1 s, 10 s].
+	zk, err := apachezk.Start(ctx, apachezk.Options{TickTime: 500 * time.Millisecond, JVMFlags: []string{
 		apachezk.FlagExtendedTypes, apachezk.FlagSuperDigest, apachezk.FlagNoContainerGC}})
 	if err != nil {
 		t.Fatal(err)
@@ -38,6 +39,10 @@ func TestDifferential(t *testing.T) {
 	for _, s := range difftest.Scripts() {
 		t.Run(s.Name, func(t *testing.T) { difftest.Run(t, oracle, candidate, s) })
 	}
+	// Raw-wire scripts: the opcodes and protocol details go-zookeeper cannot send.
+	for _, s := range difftest.RawScripts() {
+		t.Run(s.Name, func(t *testing.T) { difftest.Run(t, oracle, candidate, s) })
+	}
 	seeds, steps := 6, 300
 	if testing.Short() {
 		seeds, steps = 2, 150
@@ -49,5 +54,19 @@ func TestDifferential(t *testing.T) {
 		t.Run(fmt.Sprintf("random-%d", seed), func(t *testing.T) {
 			difftest.Run(t, oracle, candidate, difftest.RandomScript(seed, steps))
 		})
+	}
+}
+
+// TestKnownDifferences runs the scripts that show the known, unresolved differences between
+// Apache ZooKeeper 3.8.0 and Corral (difftest.KnownDifferenceScripts; each names the step that
+// differs and why). They FAIL while the difference exists, so they run only with
+// DIFFTEST_KNOWN=1.
+func TestKnownDifferences(t *testing.T) {
+	if os.Getenv("DIFFTEST_KNOWN") != "1" {
+		t.Skip("known differences (expected to fail); set DIFFTEST_KNOWN=1 to run them")
+	}
+	oracle, candidate := startBoth(t)
+	for _, s := range difftest.KnownDifferenceScripts() {
+		t.Run(s.Name, func(t *testing.T) { difftest.Run(t, oracle, candidate, s) })
 	}
 }
