@@ -15,7 +15,28 @@
 // and session close. Steps run through github.com/go-zookeeper/zk. Operations
 // go-zookeeper cannot send (create2, addWatch, multiRead, getEphemerals,
 // whoAmI, ...) go through [OpRaw]: a [RawFunc] that receives the target
-// address and returns a [Result]; the wire package is meant to provide them.
+// address and returns a [Result].
+//
+// # Raw-wire steps
+//
+// [RawConn] speaks the protocol through package wire: any opcode and record,
+// replies undecoded, notifications collected in arrival order. A script keeps
+// raw sessions by name on each target ([RawOpen], [RawConnect], [RawResume]
+// after [RawDrop]) and uses them in later steps: [RawOn] for anything, and
+// helpers for each opcode ([RCreate] with create, create2, createContainer
+// and createTTL, [RMultiRead], [RGetEphemerals], [RAllChildren],
+// [RAddWatch], [RCheckWatches], [RRemoveWatches], [RSetWatches2],
+// [RWhoAmI], [RAuth], [RRequest] for reconfig, sasl and unknown opcodes).
+// [RawEvents] collects a raw session's events behind the same barrier as
+// [OpEvents]; at the end of a script the events still due on every raw
+// session are compared too, then the sessions are closed. Paths inside raw
+// steps go through [AbsPath] ("=" prefix: literal) and [RelPath]; handshake
+// results report the connect response with the session id paired and, for a
+// resumed session, the id and password as same/zero/other.
+//
+// [RawScripts] are the fixed raw-wire scripts; [KnownDifferenceScripts] show
+// the differences Corral keeps on purpose or has not removed (they fail
+// against Corral; tests/diff runs them with DIFFTEST_KNOWN=1).
 //
 // Each run creates a fresh top-level node (the same name on both targets)
 // and maps script paths under it, so runs never see each other's nodes and

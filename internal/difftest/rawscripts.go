@@ -595,7 +595,9 @@ func rawReconnectScript() Script {
 		}),
 		// ... and lastZxidSeen far in the future: closed without a reply.
 		RawResume(raw, "bad", "lastZxidSeen far ahead", func(r *wire.ConnectRequest) { r.LastZxidSeen = 1 << 62 }),
-		// Neither disturbed the session's connection.
+		// ... and lastZxidSeen just past the last zxid the session saw.
+		RawResume(raw, "bad", "lastZxidSeen one ahead", func(r *wire.ConnectRequest) { r.LastZxidSeen++ }),
+		// None of them disturbed the session's connection.
 		RawEvents(raw, 0),
 		RExists(raw, "/h", false),
 		// A valid resume moves the session: the old connection is closed.
@@ -615,6 +617,18 @@ func rawReconnectScript() Script {
 		RawCloseSession("a3"),
 		Children2(0, "/", false),
 		RawResume("a3", "a4", "closed session", nil),
+		// A wrong password for a session whose connection is gone: refused the
+		// same way (ZooKeeper also closes the session's current connection
+		// first; see KnownDifferenceScripts).
+		RawOpen("w", true),
+		RawDrop("w"),
+		RawResume("w", "w2", "wrong password", func(r *wire.ConnectRequest) { r.Passwd[0] ^= 0xff }),
+		RawResume("w", "w2", "wrong password, readOnly byte", func(r *wire.ConnectRequest) {
+			r.Passwd[0] ^= 0xff
+			r.HasReadOnly = true
+		}),
+		RawResume("w", "w2", "right password", nil),
+		RawCloseSession("w2"),
 	}}
 }
 
