@@ -770,7 +770,8 @@ var rawOpLabels = map[wire.OpCode]string{
 	wire.OpCreate: "create", wire.OpCreate2: "create2", wire.OpCreateContainer: "createContainer",
 	wire.OpCreateTTL: "createTTL", wire.OpGetData: "getData", wire.OpGetChildren: "getChildren",
 	wire.OpMulti: "multi", wire.OpMultiRead: "multiRead", wire.OpError: "error", wire.OpSetData: "setData",
-	wire.OpDelete: "delete", wire.OpCheck: "check",
+	wire.OpDelete: "delete", wire.OpCheck: "check", wire.OpExists: "exists", wire.OpGetACL: "getACL",
+	wire.OpGetAllChildrenNumber: "getAllChildrenNumber",
 }
 
 func opLabel(op wire.OpCode) string {
