@@ -9,7 +9,8 @@ import "github.com/corral/corral/wire"
 // first failure nothing is applied and every result is an error result (type -1): earlier ops
 // with err 0, the failing op with its code, later ops with RUNTIMEINCONSISTENCY. The reply
 // header's err is 0 either way. A multi holding read ops is MARSHALLINGERROR, and so is one that
-// reaches a plain create with a TTL mode (nil results).
+// reaches a plain create with a TTL mode (nil results); a createTTL with a mode that is not a TTL
+// mode is a plain create (or createContainer) of that mode.
 func (t *txn) multi(req *wire.MultiRequest, session int64, auth []wire.ID) ([]wire.MultiResult, bool) {
 	results := make([]wire.MultiResult, len(req.Ops))
 	failed := -1
@@ -30,16 +31,33 @@ func (t *txn) multi(req *wire.MultiRequest, session int64, auth []wire.ID) ([]wi
 				// is reached: MARSHALLINGERROR for the request, no per-op results.
 				return nil, false
 			}
-			if c.Flags == wire.FlagContainer {
-				// ZooKeeper rebuilds a multi's create from its flags (Op.create), so a plain
-				// create with the container flag becomes createContainer inside a multi.
+			// ZooKeeper rebuilds a multi's create from its flags (Op.create), so inside a
+			// multi a plain create with the container flag becomes createContainer, and a
+			// createContainer without it a plain create.
+			switch {
+			case c.Flags == wire.FlagContainer:
 				code, r.Op = wire.OpCreateContainer, wire.OpCreateContainer
+			case code == wire.OpCreateContainer:
+				code, r.Op = wire.OpCreate, wire.OpCreate
 			}
 			r.Path, r.Stat, err = t.create(code, &a, session, auth)
 		case wire.OpCreateTTL:
 			c := op.CreateTTL
 			a := createArgs{path: c.Path, data: c.Data, acl: c.ACL, flags: c.Flags, ttl: c.TTL}
-			r.Path, r.Stat, err = t.create(op.Op, &a, session, auth)
+			code := op.Op
+			if c.Flags != wire.FlagPersistentWithTTL && c.Flags != wire.FlagPersistentSequentialWithTTL {
+				// ZooKeeper's Op.create(path, data, acl, flags, ttl) builds a createTTL with
+				// a mode that is not a TTL mode as a plain create of that mode, dropping the
+				// TTL: a container for the container flag, else a create (whose unknown
+				// flags then fail with BADARGUMENTS).
+				a.ttl = -1
+				code = wire.OpCreate
+				if a.flags == wire.FlagContainer {
+					code = wire.OpCreateContainer
+				}
+				r.Op = code
+			}
+			r.Path, r.Stat, err = t.create(code, &a, session, auth)
 		case wire.OpDelete:
 			err = t.delete(op.Delete.Path, op.Delete.Version, auth)
 		case wire.OpSetData:
