@@ -32,7 +32,98 @@ func RawScripts() []Script {
 		rawReconnectScript(),
 		rawMiscOpsScript(),
 		rawDeleteContainerScript(),
+		rawMultiCreateScript(),
+		rawCloseOrderScript(),
 	}
+}
+
+// rawMultiCreateScript sends multi (14) with the create opcodes go-zookeeper
+// cannot put in one: create2, createContainer, createTTL, and plain creates
+// with container and TTL flags. Results record their type.
+func rawMultiCreateScript() Script {
+	const raw = "r"
+	create := func(op wire.OpCode, path string, flags int32, ttl int64) func(ctx context.Context) wire.MultiOp {
+		return func(ctx context.Context) wire.MultiOp {
+			p := AbsPath(ctx, path)
+			if op == wire.OpCreateTTL {
+				return wire.MultiOp{Op: op, CreateTTL: &wire.CreateTTLRequest{Path: p, ACL: wire.OpenACLUnsafe, Flags: flags, TTL: ttl}}
+			}
+			return wire.MultiOp{Op: op, Create: &wire.CreateRequest{Path: p, ACL: wire.OpenACLUnsafe, Flags: flags}}
+		}
+	}
+	multi := func(label string, ops ...func(ctx context.Context) wire.MultiOp) Step {
+		return RMultiOps(raw, wire.OpMulti, label, func(ctx context.Context) []wire.MultiOp {
+			out := make([]wire.MultiOp, len(ops))
+			for i, o := range ops {
+				out[i] = o(ctx)
+			}
+			return out
+		})
+	}
+	return Script{Name: "raw-multi-creates", Steps: []Step{
+		Create(0, "/u", nil, 0),
+		RawOpen(raw, false),
+		multi("[create2 /u/a; create2 /u/s- seq]",
+			create(wire.OpCreate2, "/u/a", 0, 0), create(wire.OpCreate2, "/u/s-", 2, 0)),
+		multi("[createContainer /u/k; createTTL /u/t]",
+			create(wire.OpCreateContainer, "/u/k", 4, 0), create(wire.OpCreateTTL, "/u/t", 5, hour)),
+		multi("[create /u/pk container flag]", create(wire.OpCreate, "/u/pk", 4, 0)),
+		multi("[create /u/a2; create /u/pt TTL flag]", create(wire.OpCreate, "/u/a2", 0, 0), create(wire.OpCreate, "/u/pt", 5, 0)),
+		multi("[create2 /u/pt2 TTL flag]", create(wire.OpCreate2, "/u/pt2", 5, 0)),
+		multi("[createTTL /u/t0 ttl=0]", create(wire.OpCreateTTL, "/u/t0", 5, 0)),
+		multi("[createTTL /u/tp flags=0]", create(wire.OpCreateTTL, "/u/tp", 0, hour)),
+		multi("[createTTL /u/tk flags=4]", create(wire.OpCreateTTL, "/u/tk", 4, hour)),
+		multi("[createTTL /u/te flags=1]", create(wire.OpCreateTTL, "/u/te", 1, hour)),
+		multi("[createTTL /u/ts- flags=2]", create(wire.OpCreateTTL, "/u/ts-", 2, 0)),
+		multi("[createTTL /u/t7 flags=7]", create(wire.OpCreateTTL, "/u/t7", 7, hour)),
+		multi("[createTTL /u/tn flags=-1 ttl=-1]", create(wire.OpCreateTTL, "/u/tn", -1, -1)),
+		multi("[createContainer /u/k0 flags=0]", create(wire.OpCreateContainer, "/u/k0", 0, 0)),
+		multi("[createContainer /u/k7 flags=7]", create(wire.OpCreateContainer, "/u/k7", 7, 0)),
+		multi("[create2 /u/c7 flags=7]", create(wire.OpCreate2, "/u/c7", 7, 0)),
+		multi("[create2 /u/b; createTTL /u/t exists]", create(wire.OpCreate2, "/u/b", 0, 0), create(wire.OpCreateTTL, "/u/t", 5, hour)),
+		multi("[create2 /u/e ephemeral; createContainer /u/e/k]",
+			create(wire.OpCreate2, "/u/e", 1, 0), create(wire.OpCreateContainer, "/u/e/k", 4, 0)),
+		Children2(0, "/u", false),
+		Get(0, "/u/k", false),
+		Get(0, "/u/t", false),
+		Get(0, "/u/pk", false),
+		Get(0, "/u/k0", false),
+		Exists(0, "/u/tk", false),
+		Exists(0, "/u/te", false),
+		Exists(0, "/u/t7", false),
+		RawCloseSession(raw),
+	}}
+}
+
+// rawCloseOrderScript closes sessions holding 5 and 20 ephemerals under a
+// recursive watch: ZooKeeper deletes them, and fires their events, in the
+// iteration order of a clone of its per-session HashSet.
+func rawCloseOrderScript() Script {
+	steps := []Step{
+		Create(0, "/o", nil, 0),
+		RawOpen("w", false),
+		RAddWatch("w", "/o", wire.AddWatchPersistentRecursive),
+		RawOpen("five", false),
+		RawOpen("twenty", false),
+	}
+	for i := 0; i < 5; i++ {
+		steps = append(steps, RCreate("five", wire.OpCreate, fmt.Sprintf("/o/f%d", i), nil, 1, 0))
+	}
+	for i := 0; i < 20; i++ {
+		steps = append(steps, RCreate("twenty", wire.OpCreate, fmt.Sprintf("/o/t/%c", 'a'+i), nil, 1, 0))
+		if i == 0 {
+			steps = append(steps[:len(steps)-1], Create(0, "/o/t", nil, 0), steps[len(steps)-1])
+		}
+	}
+	steps = append(steps,
+		RawEvents("w", 0),
+		RawCloseSession("five"),
+		RawEvents("w", 0),
+		RawCloseSession("twenty"),
+		RawEvents("w", 0),
+		RawCloseSession("w"),
+	)
+	return Script{Name: "raw-close-order", Steps: steps}
 }
 
 const hour = int64(time.Hour / time.Millisecond)
@@ -83,6 +174,24 @@ func rawCreateScript() Script {
 		RCreate(raw, ct, "/c/ttlc", nil, 4, hour),
 		RCreate(raw, ct, "/c/ttl", nil, 5, hour), // NODEEXISTS
 		RCreate(raw, ct, "/c/nope/ttl", nil, 5, hour),
+		// Which check wins when several fail.
+		RCreate(raw, ct, "/c/nope/ttl0", nil, 5, 0),             // no parent, bad ttl
+		RCreate(raw, ct, "/c/ttl", nil, 0, hour),                // exists, wrong flags
+		RCreate(raw, ct, "/c/e/ttl", nil, 5, hour),              // ephemeral parent
+		RCreate(raw, cc, "/c/e/k", nil, 4, 0),                   // ephemeral parent
+		RCreate(raw, c2, "/c/nope/s-", nil, 2, 0),               // sequential, no parent
+		RCreate(raw, c2, "/c/a", nil, 9, 0),                     // exists, bad flags
+		RCreateACL(raw, ct, "/c/ttl", nil, 5, hour, EmptyACL()), // exists, empty ACL
+		RCreateACL(raw, ct, "/c/ttlacl", nil, 5, 0, EmptyACL()), // bad ttl, empty ACL
+		RCreateACL(raw, cc, "/c/kacl", nil, 4, 0, EmptyACL()),   // empty ACL
+		RCreateACL(raw, cc, "/c/kauth", nil, 4, 0, AuthACL(31)), // auth ACL, no identity
+		RCreateACL(raw, c2, "/c/nope/x", nil, 0, 0, EmptyACL()), // no parent, empty ACL
+		RCreateACL(raw, c2, "/c/world", nil, 0, 0, []ACL{{31, "world", "someone"}}),
+		CreateACL(0, "/c/ro", nil, 0, WorldACL(PermRead)),
+		RCreate(raw, ct, "/c/ro/ttl", nil, 5, hour), // NOAUTH
+		RCreate(raw, ct, "/c/ro/ttl0", nil, 5, 0),   // NOAUTH or BADARGUMENTS
+		RCreate(raw, cc, "/c/ro/k", nil, 4, 0),
+		RCreate(raw, c2, "/c/ro/s-", nil, 2, 0),
 		Children2(0, "/c", false),
 		Exists(0, "/c/e", false),
 		Get(0, "/c/k", false),

@@ -412,15 +412,28 @@ func RDelete(name, path string, version int32) Step {
 // (CreateResponse for 1, Create2Response otherwise); Values record the body
 // length, so a reply of the other shape shows; the reply zxid is compared.
 func RCreate(name string, op wire.OpCode, path string, data []byte, flags int32, ttl int64) Step {
+	return RCreateACL(name, op, path, data, flags, ttl, nil)
+}
+
+// RCreateACL is RCreate with an ACL (nil: world:anyone:ALL; use EmptyACL()
+// for an empty list).
+func RCreateACL(name string, op wire.OpCode, path string, data []byte, flags int32, ttl int64, acl []ACL) Step {
 	label := fmt.Sprintf("%s %q %s flags=%d", opLabel(op), path, fmtData(data), flags)
 	if op == wire.OpCreateTTL {
 		label += fmt.Sprintf(" ttl=%d", ttl)
 	}
+	if acl != nil {
+		label += " acl=" + fmtACL(acl)
+	}
 	return RawOn(name, label, func(ctx context.Context, rc *RawConn) (Result, error) {
 		p := AbsPath(ctx, path)
-		var req wire.Record = &wire.CreateRequest{Path: p, Data: data, ACL: wire.OpenACLUnsafe, Flags: flags}
+		wacl := wire.OpenACLUnsafe
+		if acl != nil {
+			wacl = wireACL(acl)
+		}
+		var req wire.Record = &wire.CreateRequest{Path: p, Data: data, ACL: wacl, Flags: flags}
 		if op == wire.OpCreateTTL {
-			req = &wire.CreateTTLRequest{Path: p, Data: data, ACL: wire.OpenACLUnsafe, Flags: flags, TTL: ttl}
+			req = &wire.CreateTTLRequest{Path: p, Data: data, ACL: wacl, Flags: flags, TTL: ttl}
 		}
 		r, closed, err := call(ctx, rc, op, req)
 		if closed != nil || err != nil {
@@ -751,6 +764,14 @@ func RSetWatches2(name string, data, exist, child, persistent, recursive []strin
 		}
 		return Result{Err: r.ErrName(), Values: []string{fmt.Sprintf("body=%x", r.Body)}}, nil
 	})
+}
+
+func wireACL(acl []ACL) []wire.ACL {
+	out := make([]wire.ACL, len(acl))
+	for i, a := range acl {
+		out[i] = wire.ACL{Perms: a.Perms, ID: wire.ID{Scheme: a.Scheme, ID: a.ID}}
+	}
+	return out
 }
 
 func deref(r *Result) Result {
