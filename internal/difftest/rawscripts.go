@@ -646,6 +646,30 @@ func rawSetWatches2Script() Script {
 			return Result{Err: r.ErrName()}, nil
 		}),
 		RawEvents("r3", 0),
+		// Edge cases: a node created and deleted while away (exist watch:
+		// re-armed silently), a child deleted while away, a path in two lists.
+		RawDrop("r3"),
+		Create(0, "/s/flash", nil, 0),
+		Delete(0, "/s/flash", -1),
+		Delete(0, "/s/quiet/q", -1),
+		RawResume("r3", "r4", "third time", nil),
+		RSetWatches2("r4",
+			[]string{"/s/same", "/s/same"},
+			[]string{"/s/flash", "/s/same"},
+			[]string{"/s/quiet", "/s/same"},
+			[]string{"/s/same"},
+			nil),
+		RawEvents("r4", 0),
+		Create(0, "/s/flash", nil, 0),
+		Set(0, "/s/same", b("x3"), -1),
+		Create(0, "/s/same/c", nil, 0),
+		RawEvents("r4", 0),
+		// A resume without setWatches: the new connection has no watches.
+		RAddWatch("r4", "/s/kids", wire.AddWatchPersistent),
+		RawDrop("r4"),
+		RawResume("r4", "r3", "without setWatches", nil),
+		Create(0, "/s/kids/k3", nil, 0),
+		RawEvents("r3", 50*time.Millisecond),
 		// Plain setWatches (101), as go-zookeeper sends it.
 		RawOn("r3", "setWatches", func(ctx context.Context, rc *RawConn) (Result, error) {
 			req := &wire.SetWatches{RelativeZxid: rc.LastZxid(),
@@ -788,6 +812,18 @@ func rawMiscOpsScript() Script {
 		RRequest("p", "whoAmI with a body", wire.OpWhoAmI, func(ctx context.Context) wire.Record {
 			return &wire.GetDataRequest{Path: AbsPath(ctx, "/")}
 		}),
+		RRequest("p", "sync of the empty path", wire.OpSync, func(context.Context) wire.Record {
+			return &wire.SyncRequest{Path: ""}
+		}),
+		RRequest("p", "sync of a relative path", wire.OpSync, func(context.Context) wire.Record {
+			return &wire.SyncRequest{Path: "not/absolute"}
+		}),
+		// A watch asked for on a node that does not exist is not set (except by exists).
+		RChildren("p", "/missing", true),
+		RGet("p", "/missing", true),
+		Create(0, "/missing", nil, 0),
+		Create(0, "/missing/kid", nil, 0),
+		RawEvents("p", 0),
 		RawCloseSession("p"),
 	}}
 }
