@@ -559,7 +559,6 @@ func (c *conn) handleClose(h wire.RequestHeader) bool {
 	return false
 }
 
-
 var opNames = map[wire.OpCode]string{
 	wire.OpCreate: "create", wire.OpDelete: "delete", wire.OpExists: "exists", wire.OpGetData: "getData",
 	wire.OpSetData: "setData", wire.OpGetACL: "getACL", wire.OpSetACL: "setACL", wire.OpGetChildren: "getChildren",
