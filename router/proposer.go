@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -93,16 +94,16 @@ type Proposer struct {
 		sync.Mutex
 		queue    []*Request
 		bytes    int
-		inFlight int
+		inFlight []*inflight // proposed and not yet settled, in seq order
 		stopped  bool
 		id       uint64
 		seq      uint64
-		lastDone chan struct{} // closed when the newest batch is settled
 		lastUsed time.Time
 		// epoch is the context proposals are made under; LeaderChanged cancels it so that
 		// waits on proposals a dead leader may have lost end at once and are re-proposed.
-		epoch  context.Context
-		cancel context.CancelFunc
+		epoch     context.Context
+		cancel    context.CancelFunc
+		repropose bool // LeaderChanged asked the loop to propose the in-flight batches again
 	}
 	wake chan struct{}
 	obs  proposerObservers
@@ -126,9 +127,6 @@ func NewProposer(shardID uint64, propose ProposeFunc, opts ProposerOptions) *Pro
 	}
 	p.ctx, p.stop = context.WithCancel(context.Background())
 	p.mu.id = newProposerID()
-	done := make(chan struct{})
-	close(done)
-	p.mu.lastDone = done
 	p.mu.epoch, p.mu.cancel = context.WithCancel(p.ctx)
 	p.wg.Add(1)
 	go p.loop()
@@ -165,9 +163,49 @@ func (p *Proposer) Submit(r *Request) {
 // again (the shard deduplicates them). It does not block.
 func (p *Proposer) LeaderChanged() {
 	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.mu.stopped {
+		return
+	}
 	p.mu.cancel()
 	p.mu.epoch, p.mu.cancel = context.WithCancel(p.ctx)
+	p.mu.repropose = true
+	select {
+	case p.wake <- struct{}{}:
+	default:
+	}
+}
+
+// requestRepropose asks the loop to propose every unsettled batch again (coalesced).
+func (p *Proposer) requestRepropose() {
+	p.mu.Lock()
+	p.mu.repropose = true
 	p.mu.Unlock()
+	select {
+	case p.wake <- struct{}{}:
+	default:
+	}
+}
+
+// errOutOfOrder: the shard refused a batch because an earlier one of this proposer is missing.
+var errOutOfOrder = errors.New("router: batch out of order")
+
+// reproposeInFlight proposes every unsettled batch again, in seq order, so they re-enter the
+// new leader's log in order at once (rather than one Raft round after another). Called by the
+// loop after LeaderChanged.
+func (p *Proposer) reproposeInFlight() {
+	p.mu.Lock()
+	if !p.mu.repropose {
+		p.mu.Unlock()
+		return
+	}
+	p.mu.repropose = false
+	batches := append([]*inflight(nil), p.mu.inFlight...)
+	ctx := p.mu.epoch
+	p.mu.Unlock()
+	for _, b := range batches {
+		b.install(p.propose(ctx, b.cmd))
+	}
 }
 
 func (p *Proposer) epoch() context.Context {
@@ -198,6 +236,21 @@ func (p *Proposer) Stop() {
 	p.wg.Wait()
 }
 
+// attempt is one proposal of a batch. When the batch is proposed again in order after a leader
+// change, next is closed and the batch's att points at the newer attempt.
+type attempt struct {
+	wait func() ([]byte, error)
+	err  error // immediate failure of the proposal
+	next chan struct{}
+}
+
+func (b *inflight) install(wait func() ([]byte, error), err error) {
+	old := b.att.Swap(&attempt{wait: wait, err: err, next: make(chan struct{})})
+	if old != nil {
+		close(old.next)
+	}
+}
+
 type proposerObservers struct {
 	batchOps, latency              prometheus.Observer
 	retryable, unknown, outOfOrder prometheus.Counter
@@ -207,12 +260,9 @@ type proposerObservers struct {
 type inflight struct {
 	seq   uint64
 	cmd   []byte
-	wait  func() ([]byte, error) // the first proposal, made in order by the loop
-	err   error                  // its immediate failure
+	att   atomic.Pointer[attempt] // the current proposal of this batch
 	reqs  []*Request
 	start time.Time
-	prev  chan struct{} // closed when the previous batch settled
-	done  chan struct{} // closed when this batch settled
 }
 
 func (p *Proposer) loop() {
@@ -223,6 +273,7 @@ func (p *Proposer) loop() {
 			return
 		case <-p.wake:
 		}
+		p.reproposeInFlight()
 		for {
 			b := p.next()
 			if b == nil {
@@ -230,7 +281,7 @@ func (p *Proposer) loop() {
 			}
 			// Propose here, in batch order, so batches reach the log in seq order; waiting
 			// for the outcome happens on the batch's own goroutine.
-			b.wait, b.err = p.propose(p.epoch(), b.cmd)
+			b.install(p.propose(p.epoch(), b.cmd))
 			p.wg.Add(1)
 			go p.run(b)
 		}
@@ -242,11 +293,11 @@ func (p *Proposer) loop() {
 func (p *Proposer) next() *inflight {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.mu.stopped || len(p.mu.queue) == 0 || p.mu.inFlight >= p.opts.MaxInFlight {
+	if p.mu.stopped || len(p.mu.queue) == 0 || len(p.mu.inFlight) >= p.opts.MaxInFlight {
 		return nil
 	}
 	now := p.opts.Now()
-	if p.mu.inFlight == 0 && !p.mu.lastUsed.IsZero() && now.Sub(p.mu.lastUsed) > p.opts.IdleReset {
+	if len(p.mu.inFlight) == 0 && !p.mu.lastUsed.IsZero() && now.Sub(p.mu.lastUsed) > p.opts.IdleReset {
 		// The shard forgets idle proposers; start over under a new id before it does.
 		p.mu.id, p.mu.seq = newProposerID(), 0
 	}
@@ -275,10 +326,8 @@ func (p *Proposer) next() *inflight {
 	}
 	p.obs.batchOps.Observe(float64(n))
 	p.obs.queue.Set(float64(len(p.mu.queue)))
-	f := &inflight{seq: p.mu.seq, start: now, cmd: b.AppendTo(make([]byte, 0, size+64)), reqs: reqs,
-		prev: p.mu.lastDone, done: make(chan struct{})}
-	p.mu.lastDone = f.done
-	p.mu.inFlight++
+	f := &inflight{seq: p.mu.seq, start: now, cmd: b.AppendTo(make([]byte, 0, size+64)), reqs: reqs}
+	p.mu.inFlight = append(p.mu.inFlight, f)
 	return f
 }
 
@@ -288,9 +337,13 @@ func (p *Proposer) run(b *inflight) {
 	defer p.wg.Done()
 	results, err := p.settle(b)
 	p.obs.latency.Observe(time.Since(b.start).Seconds())
-	close(b.done)
 	p.mu.Lock()
-	p.mu.inFlight--
+	for i, f := range p.mu.inFlight {
+		if f == b {
+			p.mu.inFlight = append(p.mu.inFlight[:i], p.mu.inFlight[i+1:]...)
+			break
+		}
+	}
 	p.mu.Unlock()
 	select {
 	case p.wake <- struct{}{}:
@@ -306,86 +359,67 @@ func (p *Proposer) run(b *inflight) {
 }
 
 func (p *Proposer) settle(b *inflight) ([]shard.OpResult, error) {
-	backoff := 2 * time.Millisecond
-	waitPrev := false
-	for attempt := 0; ; attempt++ {
-		if attempt > 0 {
-			// Retry right after the predecessor settles (the usual case after a drop or an
-			// out-of-order refusal); back off when there is nothing to wait for.
-			prevSettled := false
-			select {
-			case <-b.prev:
-				prevSettled = true
+	backoff := 5 * time.Millisecond
+	a := b.att.Load()
+	for {
+		out, err := a.wait, a.err
+		var data []byte
+		if err == nil {
+			data, err = out()
+		}
+		if err == nil {
+			res, derr := shard.DecodeBatchResult(data)
+			if derr != nil {
+				return nil, derr
+			}
+			switch res.Status {
+			case shard.BatchApplied, shard.BatchDuplicate:
+				if len(res.Results) != len(b.reqs) {
+					return nil, ErrOutcomeUnknown
+				}
+				return res.Results, nil
+			case shard.BatchDuplicateUnknown:
+				return nil, ErrOutcomeUnknown
+			case shard.BatchOutOfOrder:
+				// A predecessor is not applied yet (it was dropped, or overtaken).
+				p.obs.outOfOrder.Inc()
+				err = errOutOfOrder
 			default:
-			}
-			if waitPrev && !prevSettled {
-				select {
-				case <-b.prev:
-				case <-p.ctx.Done():
-					return nil, ErrStopped
-				}
-			} else {
-				select {
-				case <-time.After(backoff):
-				case <-p.ctx.Done():
-					return nil, ErrStopped
-				}
-				if backoff < 200*time.Millisecond {
-					backoff *= 2
-				}
-			}
-		}
-		var out []byte
-		var err error
-		if attempt == 0 {
-			err = b.err
-			if err == nil {
-				out, err = b.wait()
-			}
-		} else {
-			var wait func() ([]byte, error)
-			if wait, err = p.propose(p.epoch(), b.cmd); err == nil {
-				out, err = wait()
-			}
-		}
-		switch {
-		case err == nil:
-		case p.ctx.Err() != nil:
-			return nil, ErrStopped
-		case errors.Is(err, errLeaderChanged):
-			// Re-propose after the predecessor settles, so batches re-enter the log in order.
-			p.obs.unknown.Inc()
-			waitPrev = true
-			continue
-		case errors.Is(err, ErrStopped):
-			return nil, ErrStopped
-		case errors.Is(err, ErrRetryable):
-			p.obs.retryable.Inc()
-			waitPrev = true
-			continue
-		default:
-			// Unknown outcome: propose the same batch again; the shard deduplicates it.
-			p.opts.Log.Debug("proposal outcome unknown, re-proposing", "shard", p.shardID, "seq", b.seq, "err", err)
-			p.obs.unknown.Inc()
-			continue
-		}
-		res, derr := shard.DecodeBatchResult(out)
-		if derr != nil {
-			return nil, derr
-		}
-		switch res.Status {
-		case shard.BatchApplied, shard.BatchDuplicate:
-			if len(res.Results) != len(b.reqs) {
 				return nil, ErrOutcomeUnknown
 			}
-			return res.Results, nil
-		case shard.BatchDuplicateUnknown:
-			return nil, ErrOutcomeUnknown
-		case shard.BatchOutOfOrder:
-			p.obs.outOfOrder.Inc()
-			waitPrev = true
+		}
+		if p.ctx.Err() != nil || errors.Is(err, ErrStopped) {
+			return nil, ErrStopped
+		}
+		// Recovery is one mechanism for every failure: the loop proposes all unsettled batches
+		// again, in seq order, so they re-enter the log in order at once; the shard
+		// deduplicates the ones that had been applied. A newer attempt may already be there.
+		switch {
+		case errors.Is(err, errLeaderChanged):
+			// LeaderChanged already asked the loop to propose again.
+		case errors.Is(err, errOutOfOrder):
+			p.requestRepropose()
 		default:
-			return nil, ErrOutcomeUnknown
+			if errors.Is(err, ErrRetryable) {
+				p.obs.retryable.Inc()
+			} else {
+				p.opts.Log.Debug("proposal outcome unknown, proposing again", "shard", p.shardID, "seq", b.seq, "err", err)
+				p.obs.unknown.Inc()
+			}
+			select {
+			case <-time.After(backoff):
+				p.requestRepropose()
+			case <-a.next:
+			case <-p.ctx.Done():
+				return nil, ErrStopped
+			}
+			backoff = min(2*backoff, 200*time.Millisecond)
+		}
+		select {
+		case <-a.next:
+			a = b.att.Load()
+		case <-p.ctx.Done():
+			return nil, ErrStopped
 		}
 	}
 }
