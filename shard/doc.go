@@ -102,6 +102,7 @@
 //	"t" + session           closed-session tombstone (close time)
 //
 // Each Update writes its changes, "ma" and "mz" in one NoSync pebble batch: the Raft log is the
-// durability point, and dragonboat calls Sync (WAL fsync) before compacting it. Snapshots
+// durability point; the store has no WAL of its own, and dragonboat calls Sync (a memtable
+// flush) before compacting the log, so the log always covers what is not flushed. Snapshots
 // stream a pebble snapshot; recovery builds a fresh DB directory and swaps `current` atomically.
 package shard

@@ -167,7 +167,10 @@ func readSnapshot(db *pebble.DB, r io.Reader, stopc <-chan struct{}) error {
 	if _, err := io.ReadFull(br, sum[:]); err != nil || binary.BigEndian.Uint32(sum[:]) != want {
 		return fmt.Errorf("%w: snapshot checksum mismatch", ErrCorruptStore)
 	}
-	return db.Apply(b, pebble.Sync)
+	if err := db.Apply(b, pebble.NoSync); err != nil {
+		return err
+	}
+	return db.Flush() // durable before the `current` pointer names this store
 }
 
 // readChunk reads a uvarint length and that many bytes into buf.

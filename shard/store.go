@@ -53,9 +53,14 @@ func tombKeyBytes(session int64) []byte {
 
 // pebbleOptions sizes pebble small: a test process runs 3 replicas of several shards, and a
 // server runs many shards. The Raft log, not this store, is the durability point: writes are
-// NoSync and Sync() fsyncs the WAL.
+// NoSync; there is no pebble WAL and Sync() flushes the memtables.
 func pebbleOptions(log *slog.Logger) *pebble.Options {
 	return &pebble.Options{
+		// No pebble WAL: the Raft log is the write-ahead log. After a crash the store reopens at
+		// its last flushed state, whose applied index is in that same state, and dragonboat
+		// replays the log from there; it compacts its log only below the index of the last
+		// successful Sync, which flushes the memtables.
+		DisableWAL:                  true,
 		MemTableSize:                8 << 20,
 		MemTableStopWritesThreshold: 4,
 		MaxOpenFiles:                64,
@@ -114,7 +119,10 @@ func initStore(db *pebble.DB, s *State) error {
 		_ = b.Set(kb, vb, nil)
 		return true
 	})
-	return db.Apply(b, pebble.Sync)
+	if err := db.Apply(b, pebble.NoSync); err != nil {
+		return err
+	}
+	return db.Flush()
 }
 
 // writeChanges adds the state's dirty set, the applied index and the last zxid to b, and resets
