@@ -310,7 +310,9 @@ func TestFakeWatchEventsInOrder(t *testing.T) {
 
 func TestFakePingsKeepIdleConnectionAlive(t *testing.T) {
 	var pings atomic.Int32
-	s := newFakeServer(t, 300, func(fc *fakeConn, xid int32, op wire.OpCode, body []byte) {
+	// A 900 ms timeout: pings every 300 ms, a read timeout of 600 ms — wide enough that a loaded
+	// 2-core machine's scheduling delays do not end the connection.
+	s := newFakeServer(t, 900, func(fc *fakeConn, xid int32, op wire.OpCode, body []byte) {
 		if op == wire.OpPing {
 			if xid != wire.XidPing {
 				fc.nc.Close()
@@ -319,13 +321,13 @@ func TestFakePingsKeepIdleConnectionAlive(t *testing.T) {
 		}
 		echoServe(fc, xid, op, body)
 	})
-	c := dialFake(t, s, Options{SessionTimeout: 300 * time.Millisecond})
-	time.Sleep(700 * time.Millisecond)
+	c := dialFake(t, s, Options{SessionTimeout: 900 * time.Millisecond})
+	time.Sleep(2100 * time.Millisecond)
 	if err := c.Err(); err != nil {
 		t.Fatalf("connection ended while idle: %v", err)
 	}
 	if pings.Load() < 2 {
-		t.Fatalf("%d pings in 700ms with a 300ms timeout", pings.Load())
+		t.Fatalf("%d pings in 2.1s with a 900ms timeout", pings.Load())
 	}
 }
 
