@@ -63,6 +63,7 @@ type Machine struct {
 	gen     int // generation of the current DB directory (db-<gen>)
 	state   *State
 	applied uint64
+	flushed uint64 // applied index last written to pebble
 
 	view   atomic.Pointer[View]
 	closed atomic.Bool
@@ -137,7 +138,7 @@ func (m *Machine) Open(stopc <-chan struct{}) (uint64, error) {
 		}
 	}
 	s.track = true
-	m.db, m.gen, m.state, m.applied = db, gen, s, applied
+	m.db, m.gen, m.state, m.applied, m.flushed = db, gen, s, applied, applied
 	m.publish(nil)
 	m.log.Debug("shard opened", "dir", m.cfg.Dir, "applied", applied, "zxid", s.LastZxid(), "nodes", s.tree.nodes.Len())
 	return applied, nil
@@ -180,15 +181,29 @@ func (m *Machine) Update(ents []sm.Entry) ([]sm.Entry, error) {
 		events = append(events, evs...)
 		m.applied = e.Index
 	}
-	wb := m.db.NewBatch()
-	writeChanges(wb, m.state, m.applied)
-	if err := m.db.Apply(wb, pebble.NoSync); err != nil {
-		wb.Close()
-		return nil, fmt.Errorf("shard %d: writing batch: %w", m.cfg.ShardID, err)
-	}
-	wb.Close()
+	// Nothing is written to pebble here: the changes stay in the dirty set until Sync,
+	// PrepareSnapshot or Close writes the current version of every changed node once (a node
+	// set a thousand times between two syncs is written once). Until then the Raft log holds
+	// them, and dragonboat compacts it only below the index of the last successful Sync.
 	m.publish(events)
 	return ents, nil
+}
+
+// flushDirty writes every change since the last flush, with the applied index and the last
+// zxid, in one pebble batch. Callers hold Update off (dragonboat runs Update, Sync,
+// PrepareSnapshot and Close mutually exclusively).
+func (m *Machine) flushDirty() error {
+	if m.state.dirty.empty() && m.flushed == m.applied {
+		return nil
+	}
+	wb := m.db.NewBatch()
+	defer wb.Close()
+	writeChanges(wb, m.state, m.applied)
+	if err := m.db.Apply(wb, pebble.NoSync); err != nil {
+		return fmt.Errorf("shard %d: writing changes: %w", m.cfg.ShardID, err)
+	}
+	m.flushed = m.applied
+	return nil
 }
 
 // Lookup returns the current *View whatever the query (also after Close).
@@ -200,10 +215,14 @@ func (m *Machine) Lookup(query interface{}) (interface{}, error) {
 	return v, nil
 }
 
-// Sync fsyncs the pebble WAL, making every applied Update durable.
+// Sync writes the changes since the last flush and flushes pebble's memtables, making every
+// applied Update durable.
 func (m *Machine) Sync() error {
 	if m.closed.Load() {
 		return ErrClosed
+	}
+	if err := m.flushDirty(); err != nil {
+		return err
 	}
 	return m.db.Flush() // the store has no WAL: flushing the memtables makes applied state durable
 }
@@ -216,9 +235,12 @@ func (m *Machine) Close() error {
 	if m.db == nil {
 		return nil
 	}
-	// Flush so a restart reopens at the last applied index instead of replaying from the last
-	// Sync; a crash skips this and the Raft log covers the difference.
-	ferr := m.db.Flush()
+	// Write and flush so a restart reopens at the last applied index instead of replaying from
+	// the last Sync; a crash skips this and the Raft log covers the difference.
+	ferr := m.flushDirty()
+	if ferr == nil {
+		ferr = m.db.Flush()
+	}
 	if err := m.db.Close(); err != nil {
 		return err
 	}

@@ -21,10 +21,14 @@ var snapshotMagic = []byte("CORRAL-SHARD-SNAPSHOT-1\n")
 
 const recoverBatchBytes = 4 << 20
 
-// PrepareSnapshot captures a pebble snapshot of the state as of the last Update.
+// PrepareSnapshot writes the pending changes and captures a pebble snapshot of the state as of
+// the last Update.
 func (m *Machine) PrepareSnapshot() (interface{}, error) {
 	if m.closed.Load() {
 		return nil, ErrClosed
+	}
+	if err := m.flushDirty(); err != nil {
+		return nil, err
 	}
 	return m.db.NewSnapshot(), nil
 }
@@ -112,7 +116,7 @@ func (m *Machine) RecoverFromSnapshot(r io.Reader, stopc <-chan struct{}) error 
 	}
 	old, oldDir := m.db, filepath.Join(m.cfg.Dir, dbDirName(m.gen))
 	s.track = true
-	m.db, m.gen, m.state, m.applied = db, gen, s, applied
+	m.db, m.gen, m.state, m.applied, m.flushed = db, gen, s, applied, applied
 	if err := old.Close(); err != nil {
 		m.log.Warn("closing replaced store", "err", err)
 	}
