@@ -35,8 +35,11 @@ fuzz:
 		for t in $$($(GO) test -list 'Fuzz.*' $$p | grep ^Fuzz); do \
 			echo "== $$p $$t"; $(GO) test -run=^$$ -fuzz=^$$t$$ -fuzztime=$(FUZZTIME) $$p || exit 1; done; done
 
-bench: build
-	./bin/corral bench throughput --target both --short
+# A short default suite (a few minutes): every experiment in --short mode, Corral and Apache
+# ZooKeeper side by side; results under ./bench-results/.
+BENCH_EXPERIMENTS ?= throughput failover create barrier shards sizing
+bench: build deps
+	@for e in $(BENCH_EXPERIMENTS); do ./bin/corral bench $$e --target both --short || exit 1; done
 
 clean:
 	rm -rf bin data
