@@ -1,22 +1,21 @@
 package apachezk
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/corral/corral/internal/procutil"
 )
 
 // Options configures an ensemble. The zero value is a standalone server with
@@ -101,15 +100,7 @@ type server struct {
 	myid                               int
 	dir                                string
 	clientPort, peerPort, electionPort int
-	proc                               *process // nil when not running
-}
-
-// process is one JVM. Its reaper goroutine (started by launch) is the only
-// writer of err and closes done after cmd.Wait returns.
-type process struct {
-	cmd  *exec.Cmd
-	done chan struct{}
-	err  error
+	proc                               *procutil.Process // nil when not running
 }
 
 // Start launches an ensemble and waits until it serves: every server answers
@@ -190,20 +181,9 @@ func start(ctx context.Context, opts Options) (*Ensemble, error) {
 // freePorts reserves n distinct loopback ports by binding them all at once,
 // then releases them for the JVMs to bind.
 func freePorts(n int) ([]int, error) {
-	var ls []net.Listener
-	defer func() {
-		for _, l := range ls {
-			l.Close()
-		}
-	}()
-	ports := make([]int, 0, n)
-	for i := 0; i < n; i++ {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, fmt.Errorf("apachezk: reserving a port: %w", err)
-		}
-		ls = append(ls, l)
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	ports, err := procutil.FreePorts(n)
+	if err != nil {
+		return nil, fmt.Errorf("apachezk: %w", err)
 	}
 	return ports, nil
 }
@@ -234,29 +214,9 @@ func (e *Ensemble) writeConfig(s *server) error {
 			})
 		}
 	}
-	extra := make([]string, 0, len(e.opts.Config))
-	for k := range e.opts.Config {
-		extra = append(extra, k)
-	}
-	sort.Strings(extra)
-	for _, k := range extra {
-		replaced := false
-		for i := range kv {
-			if kv[i][0] == k {
-				kv[i][1] = e.opts.Config[k]
-				replaced = true
-			}
-		}
-		if !replaced {
-			kv = append(kv, [2]string{k, e.opts.Config[k]})
-		}
-	}
-	var cfg strings.Builder
-	cfg.WriteString("# written by internal/apachezk\n")
-	for _, p := range kv {
-		fmt.Fprintf(&cfg, "%s=%s\n", p[0], p[1])
-	}
-	if err := os.WriteFile(filepath.Join(s.dir, "zoo.cfg"), []byte(cfg.String()), 0o644); err != nil {
+	kv = procutil.MergeConfig(kv, e.opts.Config)
+	cfg := procutil.FormatConfig("internal/apachezk", kv)
+	if err := os.WriteFile(filepath.Join(s.dir, "zoo.cfg"), []byte(cfg), 0o644); err != nil {
 		return fmt.Errorf("apachezk: %w", err)
 	}
 	log4j := "log4j.rootLogger=INFO, FILE\n" +
@@ -293,20 +253,10 @@ func (e *Ensemble) launchLocked(s *server) error {
 	args = append(args, "-cp", Classpath(s.dir), MainClass, filepath.Join(s.dir, "zoo.cfg"))
 	cmd := exec.Command(e.java, args...)
 	cmd.Dir = s.dir
-	cmd.Stdin = nil
-	cmd.Stdout = out
-	cmd.Stderr = out
-	cmd.SysProcAttr = sysProcAttr()
-	if err := cmd.Start(); err != nil {
-		out.Close()
+	p, err := procutil.Start(cmd, out)
+	if err != nil {
 		return fmt.Errorf("apachezk: starting server %d: %w", s.myid, err)
 	}
-	p := &process{cmd: cmd, done: make(chan struct{})}
-	go func() {
-		p.err = cmd.Wait()
-		out.Close()
-		close(p.done)
-	}()
 	s.proc = p
 	return nil
 }
@@ -342,15 +292,7 @@ func (e *Ensemble) Running(i int) bool {
 	e.mu.Lock()
 	p := e.servers[i].proc
 	e.mu.Unlock()
-	if p == nil {
-		return false
-	}
-	select {
-	case <-p.done:
-		return false
-	default:
-		return true
-	}
+	return p != nil && !p.Exited()
 }
 
 // Kill sends SIGKILL to server i and waits for the process to exit.
@@ -361,7 +303,7 @@ func (e *Ensemble) Kill(i int) error {
 // Stop sends SIGTERM to server i and waits for it to exit (SIGKILL after
 // 15s).
 func (e *Ensemble) Stop(i int) error {
-	return e.stop(i, syscall.SIGTERM, 15*time.Second)
+	return e.stop(i, syscall.SIGTERM, procutil.StopGrace)
 }
 
 func (e *Ensemble) stop(i int, sig syscall.Signal, grace time.Duration) error {
@@ -373,24 +315,8 @@ func (e *Ensemble) stop(i int, sig syscall.Signal, grace time.Duration) error {
 	if p == nil {
 		return fmt.Errorf("%w: server %d", ErrNotRunning, i)
 	}
-	terminate(p, sig, grace)
+	p.Terminate(sig, grace)
 	return nil
-}
-
-func terminate(p *process, sig syscall.Signal, grace time.Duration) {
-	_ = p.cmd.Process.Signal(sig)
-	if sig == syscall.SIGKILL {
-		<-p.done
-		return
-	}
-	t := time.NewTimer(grace)
-	defer t.Stop()
-	select {
-	case <-p.done:
-	case <-t.C:
-		_ = p.cmd.Process.Kill()
-		<-p.done
-	}
 }
 
 // Restart stops server i if it runs (SIGTERM), starts it again with the same
@@ -408,12 +334,8 @@ func (e *Ensemble) Restart(ctx context.Context, i int) error {
 func (e *Ensemble) Start(ctx context.Context, i int) error {
 	e.mu.Lock()
 	s := e.servers[i]
-	if s.proc != nil {
-		select {
-		case <-s.proc.done:
-			s.proc = nil // crashed on its own; reap and relaunch
-		default:
-		}
+	if s.proc != nil && s.proc.Exited() {
+		s.proc = nil // crashed on its own; reap and relaunch
 	}
 	err := e.launchLocked(s)
 	e.mu.Unlock()
@@ -439,11 +361,8 @@ func (e *Ensemble) Mode(ctx context.Context, i int) (string, error) {
 }
 
 func parseMode(srvr string) (string, error) {
-	sc := bufio.NewScanner(strings.NewReader(srvr))
-	for sc.Scan() {
-		if m, ok := strings.CutPrefix(sc.Text(), "Mode: "); ok {
-			return strings.TrimSpace(m), nil
-		}
+	if m, ok := procutil.ParseMode(srvr); ok {
+		return m, nil
 	}
 	return "", fmt.Errorf("apachezk: no Mode in srvr reply %q", strings.TrimSpace(srvr))
 }
@@ -500,7 +419,7 @@ var errExited = errors.New("apachezk: server process exited")
 
 func (e *Ensemble) ready(ctx context.Context) (bool, error) {
 	e.mu.Lock()
-	procs := make([]*process, len(e.servers))
+	procs := make([]*procutil.Process, len(e.servers))
 	for i, s := range e.servers {
 		procs[i] = s.proc
 	}
@@ -510,10 +429,8 @@ func (e *Ensemble) ready(ctx context.Context) (bool, error) {
 		if p == nil {
 			continue
 		}
-		select {
-		case <-p.done:
-			return false, fmt.Errorf("%w: server %d (myid %d): %v", errExited, i, i+1, p.err)
-		default:
+		if p.Exited() {
+			return false, fmt.Errorf("%w: server %d (myid %d): %v", errExited, i, i+1, p.Err())
 		}
 		running++
 		qctx, cancel := context.WithTimeout(ctx, time.Second)
@@ -553,21 +470,13 @@ func (e *Ensemble) explain(err error) error {
 			if bytes.Contains(data, []byte("Address already in use")) {
 				portInUse = true
 			}
-			fmt.Fprintf(&b, "\n--- server %d %s (tail) ---\n%s", s.myid, name, tail(data, 15))
+			fmt.Fprintf(&b, "\n--- server %d %s (tail) ---\n%s", s.myid, name, procutil.Tail(data, 15))
 		}
 	}
 	if portInUse {
 		return fmt.Errorf("%w: %w%s", errPortInUse, err, b.String())
 	}
 	return fmt.Errorf("%w%s", err, b.String())
-}
-
-func tail(data []byte, n int) string {
-	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
 }
 
 // Close stops every server (SIGTERM when KeepDir is set so that logs are
@@ -580,7 +489,7 @@ func (e *Ensemble) Close() error {
 		return nil
 	}
 	e.closed = true
-	var procs []*process
+	var procs []*procutil.Process
 	for _, s := range e.servers {
 		if s.proc != nil {
 			procs = append(procs, s.proc)
@@ -588,19 +497,8 @@ func (e *Ensemble) Close() error {
 		}
 	}
 	e.mu.Unlock()
-	sig, grace := syscall.SIGKILL, time.Duration(0)
-	if e.opts.KeepDir {
-		sig, grace = syscall.SIGTERM, 15*time.Second
-	}
-	var wg sync.WaitGroup
-	for _, p := range procs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			terminate(p, sig, grace)
-		}()
-	}
-	wg.Wait()
+	sig, grace := procutil.CloseSignal(e.opts.KeepDir)
+	procutil.TerminateAll(procs, sig, grace)
 	if !e.opts.KeepDir {
 		return e.removeDir()
 	}
@@ -618,23 +516,5 @@ func (e *Ensemble) removeDir() error {
 // to addr and returns the full text reply. ZooKeeper closes the connection
 // after answering.
 func FourLetterWord(ctx context.Context, addr, cmd string) (string, error) {
-	var d net.Dialer
-	conn, err := d.DialContext(ctx, "tcp", addr)
-	if err != nil {
-		return "", err
-	}
-	defer conn.Close()
-	if dl, ok := ctx.Deadline(); ok {
-		_ = conn.SetDeadline(dl)
-	} else {
-		_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
-	}
-	if _, err := conn.Write([]byte(cmd)); err != nil {
-		return "", err
-	}
-	out, err := io.ReadAll(conn)
-	if err != nil && len(out) == 0 {
-		return "", err
-	}
-	return string(out), nil
+	return procutil.FourLetterWord(ctx, addr, cmd)
 }

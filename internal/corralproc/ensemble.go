@@ -1,7 +1,6 @@
 package corralproc
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -12,12 +11,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/corral/corral/internal/procutil"
 )
 
 // Options configures an ensemble. The zero value is one server with Corral's
@@ -104,16 +104,8 @@ type server struct {
 	myid                                          int
 	dir                                           string
 	clientPort, peerPort, electionPort, adminPort int
-	proc                                          *process // nil when not running
-	logStart                                      int64    // size of server.log when proc was launched
-}
-
-// process is one server process. Its reaper goroutine (started by launch) is
-// the only writer of err and closes done after cmd.Wait returns.
-type process struct {
-	cmd  *exec.Cmd
-	done chan struct{}
-	err  error
+	proc                                          *procutil.Process // nil when not running
+	logStart                                      int64             // size of server.log when proc was launched
 }
 
 // Start launches an ensemble and waits until every server answers `ruok`
@@ -199,20 +191,9 @@ func start(ctx context.Context, opts Options, bin string) (*Ensemble, error) {
 // freePorts reserves n distinct loopback ports by binding them all at once,
 // then releases them for the servers to bind.
 func freePorts(n int) ([]int, error) {
-	var ls []net.Listener
-	defer func() {
-		for _, l := range ls {
-			l.Close()
-		}
-	}()
-	ports := make([]int, 0, n)
-	for i := 0; i < n; i++ {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, fmt.Errorf("corralproc: reserving a port: %w", err)
-		}
-		ls = append(ls, l)
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	ports, err := procutil.FreePorts(n)
+	if err != nil {
+		return nil, fmt.Errorf("corralproc: %w", err)
 	}
 	return ports, nil
 }
@@ -248,29 +229,9 @@ func (e *Ensemble) writeConfigLocked(s *server) error {
 			fmt.Sprintf("127.0.0.1:%d:%d", o.peerPort, o.electionPort),
 		})
 	}
-	extra := make([]string, 0, len(e.opts.Config))
-	for k := range e.opts.Config {
-		extra = append(extra, k)
-	}
-	sort.Strings(extra)
-	for _, k := range extra {
-		replaced := false
-		for i := range kv {
-			if kv[i][0] == k {
-				kv[i][1] = e.opts.Config[k]
-				replaced = true
-			}
-		}
-		if !replaced {
-			kv = append(kv, [2]string{k, e.opts.Config[k]})
-		}
-	}
-	var cfg strings.Builder
-	cfg.WriteString("# written by internal/corralproc\n")
-	for _, p := range kv {
-		fmt.Fprintf(&cfg, "%s=%s\n", p[0], p[1])
-	}
-	if err := os.WriteFile(e.configPath(s), []byte(cfg.String()), 0o644); err != nil {
+	kv = procutil.MergeConfig(kv, e.opts.Config)
+	cfg := procutil.FormatConfig("internal/corralproc", kv)
+	if err := os.WriteFile(e.configPath(s), []byte(cfg), 0o644); err != nil {
 		return fmt.Errorf("corralproc: %w", err)
 	}
 	return nil
@@ -296,20 +257,10 @@ func (e *Ensemble) launchLocked(s *server) error {
 	}
 	cmd := exec.Command(e.bin, "server", "--config", e.configPath(s), "--log-level", e.opts.LogLevel)
 	cmd.Dir = s.dir
-	cmd.Stdin = nil
-	cmd.Stdout = out
-	cmd.Stderr = out
-	cmd.SysProcAttr = sysProcAttr()
-	if err := cmd.Start(); err != nil {
-		out.Close()
+	p, err := procutil.Start(cmd, out)
+	if err != nil {
 		return fmt.Errorf("corralproc: starting server %d: %w", s.myid, err)
 	}
-	p := &process{cmd: cmd, done: make(chan struct{})}
-	go func() {
-		p.err = cmd.Wait()
-		out.Close()
-		close(p.done)
-	}()
 	s.proc = p
 	return nil
 }
@@ -366,15 +317,7 @@ func (e *Ensemble) Running(i int) bool {
 	e.mu.Lock()
 	p := e.servers[i].proc
 	e.mu.Unlock()
-	if p == nil {
-		return false
-	}
-	select {
-	case <-p.done:
-		return false
-	default:
-		return true
-	}
+	return p != nil && !p.Exited()
 }
 
 // Pid is the process id of server i, or 0 when it is not running.
@@ -382,7 +325,7 @@ func (e *Ensemble) Pid(i int) int {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if p := e.servers[i].proc; p != nil {
-		return p.cmd.Process.Pid
+		return p.Pid()
 	}
 	return 0
 }
@@ -395,7 +338,7 @@ func (e *Ensemble) Kill(i int) error {
 // Stop sends SIGTERM to server i and waits for it to exit (SIGKILL after
 // 15s).
 func (e *Ensemble) Stop(i int) error {
-	return e.stop(i, syscall.SIGTERM, 15*time.Second)
+	return e.stop(i, syscall.SIGTERM, procutil.StopGrace)
 }
 
 func (e *Ensemble) stop(i int, sig syscall.Signal, grace time.Duration) error {
@@ -407,24 +350,8 @@ func (e *Ensemble) stop(i int, sig syscall.Signal, grace time.Duration) error {
 	if p == nil {
 		return fmt.Errorf("%w: server %d", ErrNotRunning, i)
 	}
-	terminate(p, sig, grace)
+	p.Terminate(sig, grace)
 	return nil
-}
-
-func terminate(p *process, sig syscall.Signal, grace time.Duration) {
-	_ = p.cmd.Process.Signal(sig)
-	if sig == syscall.SIGKILL {
-		<-p.done
-		return
-	}
-	t := time.NewTimer(grace)
-	defer t.Stop()
-	select {
-	case <-p.done:
-	case <-t.C:
-		_ = p.cmd.Process.Kill()
-		<-p.done
-	}
 }
 
 // Restart stops server i if it runs (SIGTERM), starts it again with the same
@@ -474,12 +401,8 @@ func (e *Ensemble) launch(i int, newPorts bool) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	s := e.servers[i]
-	if s.proc != nil {
-		select {
-		case <-s.proc.done:
-			s.proc = nil // exited on its own; reaped, relaunch
-		default:
-		}
+	if s.proc != nil && s.proc.Exited() {
+		s.proc = nil // exited on its own; reaped, relaunch
 	}
 	if newPorts {
 		s.clientPort, s.adminPort = ports[0], ports[1]
@@ -497,11 +420,8 @@ func (e *Ensemble) Mode(ctx context.Context, i int) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	sc := bufio.NewScanner(strings.NewReader(out))
-	for sc.Scan() {
-		if m, ok := strings.CutPrefix(sc.Text(), "Mode: "); ok {
-			return strings.TrimSpace(m), nil
-		}
+	if m, ok := procutil.ParseMode(out); ok {
+		return m, nil
 	}
 	return "", fmt.Errorf("corralproc: no Mode in srvr reply %q", strings.TrimSpace(out))
 }
@@ -553,7 +473,7 @@ func (e *Ensemble) WaitReady(ctx context.Context) error {
 // first one that does not and why.
 func (e *Ensemble) ready(ctx context.Context) (int, error) {
 	e.mu.Lock()
-	procs := make([]*process, len(e.servers))
+	procs := make([]*procutil.Process, len(e.servers))
 	for i, s := range e.servers {
 		procs[i] = s.proc
 	}
@@ -564,13 +484,11 @@ func (e *Ensemble) ready(ctx context.Context) (int, error) {
 			continue
 		}
 		running++
-		select {
-		case <-p.done:
+		if p.Exited() {
 			if e.portInUse(i) {
-				return i, fmt.Errorf("%w: server %d (myid %d) exited: %v", ErrPortInUse, i, i+1, p.err)
+				return i, fmt.Errorf("%w: server %d (myid %d) exited: %v", ErrPortInUse, i, i+1, p.Err())
 			}
-			return i, fmt.Errorf("%w: server %d (myid %d): %v", ErrExited, i, i+1, p.err)
-		default:
+			return i, fmt.Errorf("%w: server %d (myid %d): %v", ErrExited, i, i+1, p.Err())
 		}
 		if e.portInUse(i) {
 			// The admin port failing leaves the process running.
@@ -638,13 +556,7 @@ func (e *Ensemble) explain(err error, i int) error {
 }
 
 // Tail returns the last n lines of data.
-func Tail(data []byte, n int) string {
-	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
-}
+func Tail(data []byte, n int) string { return procutil.Tail(data, n) }
 
 // Close stops every server (SIGKILL; SIGTERM with KeepDir so that the
 // servers shut down cleanly), waits for the processes, and removes the
@@ -656,7 +568,7 @@ func (e *Ensemble) Close() error {
 		return nil
 	}
 	e.closed = true
-	var procs []*process
+	var procs []*procutil.Process
 	for _, s := range e.servers {
 		if s.proc != nil {
 			procs = append(procs, s.proc)
@@ -664,19 +576,8 @@ func (e *Ensemble) Close() error {
 		}
 	}
 	e.mu.Unlock()
-	sig, grace := syscall.SIGKILL, time.Duration(0)
-	if e.opts.KeepDir {
-		sig, grace = syscall.SIGTERM, 15*time.Second
-	}
-	var wg sync.WaitGroup
-	for _, p := range procs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			terminate(p, sig, grace)
-		}()
-	}
-	wg.Wait()
+	sig, grace := procutil.CloseSignal(e.opts.KeepDir)
+	procutil.TerminateAll(procs, sig, grace)
 	if !e.opts.KeepDir {
 		return e.removeDir()
 	}
@@ -694,25 +595,7 @@ func (e *Ensemble) removeDir() error {
 // and returns the whole reply; the server closes the connection after
 // answering.
 func FourLetterWord(ctx context.Context, addr, word string) (string, error) {
-	var d net.Dialer
-	conn, err := d.DialContext(ctx, "tcp", addr)
-	if err != nil {
-		return "", err
-	}
-	defer conn.Close()
-	if dl, ok := ctx.Deadline(); ok {
-		_ = conn.SetDeadline(dl)
-	} else {
-		_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
-	}
-	if _, err := conn.Write([]byte(word)); err != nil {
-		return "", err
-	}
-	out, err := io.ReadAll(conn)
-	if err != nil && len(out) == 0 {
-		return "", err
-	}
-	return string(out), nil
+	return procutil.FourLetterWord(ctx, addr, word)
 }
 
 // ShardLeader is one line of a server's admin /shards page: which replica

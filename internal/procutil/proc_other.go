@@ -1,6 +1,6 @@
 //go:build !linux
 
-package corralproc
+package procutil
 
 import "syscall"
 
