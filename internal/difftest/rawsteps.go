@@ -727,9 +727,21 @@ func rRequest(name, label string, op wire.OpCode, req func(ctx context.Context) 
 		if r.Header.Xid != r.ReqXid {
 			xid = fmt.Sprintf("xid=%d", r.Header.Xid)
 		}
-		state, err := probe(ctx, rc)
-		if err != nil {
-			return Result{}, err
+		var state string
+		if r.Header.Err == wire.ErrUnimplemented {
+			// ZooKeeper closes the connection after UNIMPLEMENTED, but asynchronously: a probe
+			// request sent right after can still be answered. Wait for the close instead.
+			state = "open"
+			select {
+			case <-rc.done:
+				state = "closed"
+			case <-time.After(3 * time.Second):
+			}
+		} else {
+			state, err = probe(ctx, rc)
+			if err != nil {
+				return Result{}, err
+			}
 		}
 		v := []string{fmt.Sprintf("body=%x", r.Body), zx, xid, state}
 		if !withZxid {
