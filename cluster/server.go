@@ -303,11 +303,14 @@ func (s *Server) retryAttempts(ctx context.Context, shardID uint64, f func(conte
 			}
 		}()
 		err := f(actx)
+		attemptEnded := actx.Err() != nil && ctx.Err() == nil
 		cancel()
 		if err == nil {
 			return nil
 		}
-		if ctx.Err() != nil || !dragonboat.IsTempError(err) ||
+		// An attempt ended by its own deadline or by a leader change (actx done, ctx not) is
+		// retried whatever dragonboat called it (ErrTimeout, ErrCanceled).
+		if ctx.Err() != nil || (!attemptEnded && !dragonboat.IsTempError(err)) ||
 			errors.Is(err, dragonboat.ErrClosed) || errors.Is(err, dragonboat.ErrShardClosed) {
 			return err
 		}
