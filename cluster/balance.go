@@ -31,7 +31,15 @@ func (s *Server) runLeaderBalance() {
 type balanceState struct {
 	shard, target uint64
 	avoid         map[uint64]time.Time
+	// imbalanced counts consecutive rounds that saw an imbalance. A transfer waits for
+	// balanceRounds of them: a server that just restarted leads nothing while it catches up, and
+	// Raft stops the shard's writes during a transfer until the target has caught up, so moving
+	// leadership to it at once stalled the shard (seen in the failover benchmark).
+	imbalanced int
 }
+
+// balanceRounds is how many consecutive rounds an imbalance must persist before a transfer.
+const balanceRounds = 4
 
 func (s *Server) balanceOnce() {
 	b := &s.balance
@@ -73,8 +81,13 @@ func (s *Server) balanceOnce() {
 		}
 	}
 	if target == 0 || len(mine) == 0 || count[s.cfg.MyID]-fewest < 2 {
+		b.imbalanced = 0
 		return
 	}
+	if b.imbalanced++; b.imbalanced < balanceRounds {
+		return
+	}
+	b.imbalanced = 0
 	// Give away the highest-numbered shard: the meta shard moves last.
 	shardID := mine[len(mine)-1]
 	if err := s.nh.RequestLeaderTransfer(shardID, target); err != nil {

@@ -365,7 +365,7 @@ func TestLeadersSpread(t *testing.T) {
 	if !concentrated {
 		t.Log("could not concentrate leadership first; checking the spread anyway")
 	}
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(60 * time.Second)
 	for {
 		count := make([]int, 3)
 		complete := true
