@@ -326,22 +326,9 @@ func (e *env) reportBarrier(pts []BarrierPoint) error {
 	var fig figure
 	fig.title = fmt.Sprintf("Double barrier: time for %d barriers (paper Table 3)", e.cfg.Rounds)
 	fig.xlabel, fig.ylabel = "clients", "seconds"
-	byT := map[string]*series{}
-	var order []string
-	for _, p := range pts {
-		s, ok := byT[p.Target]
-		if !ok {
-			s = &series{name: fmt.Sprintf("%s, %d servers", p.Target, p.Servers), target: p.Target, points: true,
-				dashed: p.Target == "zookeeper"}
-			byT[p.Target] = s
-			order = append(order, p.Target)
-		}
-		s.xs = append(s.xs, float64(p.Clients))
-		s.ys = append(s.ys, p.Seconds)
-	}
-	for _, t := range order {
-		fig.series = append(fig.series, *byT[t])
-	}
+	fig.series = append(fig.series, seriesByTarget(pts, func(p BarrierPoint) (string, int, float64, float64) {
+		return p.Target, p.Servers, float64(p.Clients), p.Seconds
+	})...)
 	if ref, ok := paperTable3[e.cfg.Rounds]; ok {
 		s := series{name: fmt.Sprintf("paper (2010), %d barriers", e.cfg.Rounds), target: "paper", points: true, dashed: true}
 		for _, c := range []int{50, 100, 200} {

@@ -116,22 +116,9 @@ func (e *env) reportCreate(pts []CreatePoint) error {
 	var fig figure
 	fig.title = "Create throughput, one synchronous create per worker (paper Table 2)"
 	fig.xlabel, fig.ylabel = "workers", "creates per second"
-	byT := map[string]*series{}
-	var order []string
-	for _, p := range pts {
-		s, ok := byT[p.Target]
-		if !ok {
-			s = &series{name: fmt.Sprintf("%s, %d servers", p.Target, p.Servers), target: p.Target, points: true,
-				dashed: p.Target == "zookeeper"}
-			byT[p.Target] = s
-			order = append(order, p.Target)
-		}
-		s.xs = append(s.xs, float64(p.Workers))
-		s.ys = append(s.ys, p.CreatesPerSec)
-	}
-	for _, t := range order {
-		fig.series = append(fig.series, *byT[t])
-	}
+	fig.series = append(fig.series, seriesByTarget(pts, func(p CreatePoint) (string, int, float64, float64) {
+		return p.Target, p.Servers, float64(p.Workers), p.CreatesPerSec
+	})...)
 	if ref, ok := paperTable2[e.cfg.Sizes[0]]; ok {
 		s := series{name: fmt.Sprintf("paper (2010), %d servers", e.cfg.Sizes[0]), target: "paper", points: true, dashed: true}
 		for _, w := range []int{1, 10, 20} {

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"bytes"
+	"fmt"
 	"image/color"
 	"math"
 	"sort"
@@ -20,6 +21,30 @@ type series struct {
 	xs, ys []float64
 	points bool // draw glyphs at the data points
 	dashed bool
+}
+
+// seriesByTarget groups points into one series per target (in first-seen order), as the
+// paper's tables are drawn: glyphs at the points, ZooKeeper dashed.
+func seriesByTarget[P any](pts []P, xy func(P) (target string, servers int, x, y float64)) []series {
+	byT := map[string]*series{}
+	var order []string
+	for _, p := range pts {
+		target, servers, x, y := xy(p)
+		s, ok := byT[target]
+		if !ok {
+			s = &series{name: fmt.Sprintf("%s, %d servers", target, servers), target: target, points: true,
+				dashed: target == "zookeeper"}
+			byT[target] = s
+			order = append(order, target)
+		}
+		s.xs = append(s.xs, x)
+		s.ys = append(s.ys, y)
+	}
+	out := make([]series, 0, len(order))
+	for _, t := range order {
+		out = append(out, *byT[t])
+	}
+	return out
 }
 
 // mark is a vertical line with a short label (failover events).

@@ -146,3 +146,21 @@ func TestRecommend(t *testing.T) {
 		t.Fatalf("headroom tie-break: %+v", r[0].Best)
 	}
 }
+
+func TestSeriesByTargetGroupsInFirstSeenOrder(t *testing.T) {
+	type pt struct {
+		target string
+		x, y   float64
+	}
+	got := seriesByTarget([]pt{{"zookeeper", 1, 10}, {"corral", 1, 20}, {"zookeeper", 2, 11}},
+		func(p pt) (string, int, float64, float64) { return p.target, 3, p.x, p.y })
+	if len(got) != 2 || got[0].target != "zookeeper" || got[1].target != "corral" {
+		t.Fatalf("series %+v", got)
+	}
+	if !got[0].dashed || got[1].dashed || got[0].name != "zookeeper, 3 servers" {
+		t.Fatalf("styles %+v", got)
+	}
+	if len(got[0].xs) != 2 || got[0].ys[1] != 11 || len(got[1].xs) != 1 {
+		t.Fatalf("points %+v", got)
+	}
+}

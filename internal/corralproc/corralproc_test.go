@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/corral/corral/internal/zktest"
 	"go.uber.org/goleak"
 
 	"github.com/corral/corral/internal/corralproc"
@@ -22,32 +24,6 @@ func TestMain(m *testing.M) {
 		corralproc.RemoveBinary()
 		os.Exit(code)
 	}))
-}
-
-type quietLogger struct{}
-
-func (quietLogger) Printf(string, ...any) {}
-
-// connect opens a go-zookeeper session with one server and waits until it
-// is established.
-func connect(t *testing.T, ctx context.Context, addr string) *zk.Conn {
-	t.Helper()
-	c, ev, err := zk.Connect([]string{addr}, 10*time.Second, zk.WithLogger(quietLogger{}))
-	if err != nil {
-		t.Fatalf("connect %s: %v", addr, err)
-	}
-	t.Cleanup(c.Close)
-	for {
-		select {
-		case e := <-ev:
-			if e.State == zk.StateHasSession {
-				return c
-			}
-		case <-ctx.Done():
-			c.Close()
-			t.Fatalf("no session with %s: %v", addr, ctx.Err())
-		}
-	}
 }
 
 func TestEnsembleKillRestart(t *testing.T) {
@@ -83,11 +59,11 @@ func TestEnsembleKillRestart(t *testing.T) {
 	}
 
 	// Write via server 1, read via server 3 after sync.
-	c1 := connect(t, ctx, e.Addr(0))
+	c1 := zktest.Connect(t, ctx, e.Addr(0))
 	if p, err := c1.Create("/corralproc", []byte("v1"), 0, zk.WorldACL(zk.PermAll)); err != nil || p != "/corralproc" {
 		t.Fatalf("create = %q, %v", p, err)
 	}
-	c3 := connect(t, ctx, e.Addr(2))
+	c3 := zktest.Connect(t, ctx, e.Addr(2))
 	if _, err := c3.Sync("/corralproc"); err != nil {
 		t.Fatalf("sync: %v", err)
 	}
@@ -121,7 +97,7 @@ func TestEnsembleKillRestart(t *testing.T) {
 	}
 	t.Logf("new leaders at %v", time.Since(began).Round(time.Millisecond))
 	other := (victim + 1) % 3
-	w := connect(t, ctx, e.Addr(other))
+	w := zktest.Connect(t, ctx, e.Addr(other))
 	t.Logf("connected to server %d at %v", other, time.Since(began).Round(time.Millisecond))
 	if _, err := w.Set("/corralproc", []byte("v2"), 0); err != nil {
 		t.Fatalf("set via server %d with server %d down: %v", other, victim, err)
@@ -144,7 +120,7 @@ func TestEnsembleKillRestart(t *testing.T) {
 	if e.Addr(victim) == oldAddr {
 		t.Fatalf("server %d kept the occupied address %s", victim, oldAddr)
 	}
-	r := connect(t, ctx, e.Addr(victim))
+	r := zktest.Connect(t, ctx, e.Addr(victim))
 	if _, err := r.Sync("/corralproc"); err != nil {
 		t.Fatalf("sync on restarted server: %v", err)
 	}

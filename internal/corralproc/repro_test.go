@@ -7,6 +7,8 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/corral/corral/internal/zktest"
+
 	"github.com/corral/corral/internal/corralproc"
 )
 
@@ -33,7 +35,7 @@ func TestSessionAfterMetaLeaderKill(t *testing.T) {
 		t.Fatal(err)
 	}
 	killed := time.Now()
-	c, ev, err := zk.Connect([]string{e.Addr(other)}, 10*time.Second, zk.WithLogger(quietLogger{}))
+	c, ev, err := zk.Connect([]string{e.Addr(other)}, 10*time.Second, zk.WithLogger(zktest.QuietLogger))
 	if err != nil {
 		t.Fatal(err)
 	}

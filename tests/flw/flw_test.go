@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/corral/corral/internal/zktest"
 	"go.uber.org/goleak"
 
 	"github.com/corral/corral/internal/apachezk"
@@ -30,29 +32,6 @@ const whitelist = "ruok,srvr,mntr"
 
 // refused are four-letter words ZooKeeper 3.8 knows that are not in whitelist.
 var refused = []string{"conf", "cons", "crst", "dirs", "dump", "envi", "gtmk", "hash", "isro", "srst", "stat", "stmk", "wchc", "wchp", "wchs"}
-
-type quietLogger struct{}
-
-func (quietLogger) Printf(string, ...any) {}
-
-func connect(t *testing.T, ctx context.Context, addr string) *zk.Conn {
-	t.Helper()
-	c, ev, err := zk.Connect([]string{addr}, 10*time.Second, zk.WithLogger(quietLogger{}))
-	if err != nil {
-		t.Fatalf("connect %s: %v", addr, err)
-	}
-	t.Cleanup(c.Close)
-	for {
-		select {
-		case e := <-ev:
-			if e.State == zk.StateHasSession {
-				return c
-			}
-		case <-ctx.Done():
-			t.Fatalf("no session with %s: %v", addr, ctx.Err())
-		}
-	}
-}
 
 // mntr returns the key → value lines of a mntr reply.
 func mntr(t *testing.T, ctx context.Context, addr string) map[string]string {
@@ -163,7 +142,7 @@ func TestFourLetterWords(t *testing.T) {
 		type delta struct{ znodes, watches int }
 		measure := func(name, addr string) delta {
 			before := mntr(t, ctx, addr)
-			c := connect(t, ctx, addr)
+			c := zktest.Connect(t, ctx, addr)
 			if _, err := c.Create("/flw", []byte("x"), 0, zk.WorldACL(zk.PermAll)); err != nil {
 				t.Fatalf("%s: create: %v", name, err)
 			}

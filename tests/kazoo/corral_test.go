@@ -2,15 +2,13 @@ package kazoo_test
 
 import (
 	"context"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/corral/corral/internal/apachezk"
 	"github.com/corral/corral/internal/corralproc"
+	"github.com/corral/corral/internal/difftext"
 )
 
 // startCorral starts a 3-process Corral ensemble from zoo.cfg files.
@@ -97,25 +95,7 @@ func TestRecipesCorralMatchesApacheZooKeeper(t *testing.T) {
 	for _, r := range runs[1:] {
 		if r.out != want.out {
 			t.Errorf("%s transcript differs from Apache ZooKeeper's (- %s, + %s):\n%s",
-				r.name, want.name, r.name, unifiedDiff(t, want.name, want.out, r.name, r.out))
+				r.name, want.name, r.name, difftext.Unified(t, want.name, want.out, r.name, r.out))
 		}
 	}
-}
-
-// unifiedDiff returns `diff -u` of two texts.
-func unifiedDiff(t *testing.T, aName, a, bName, b string) string {
-	t.Helper()
-	dir := t.TempDir()
-	pa, pb := filepath.Join(dir, aName), filepath.Join(dir, bName)
-	if err := os.WriteFile(pa, []byte(a), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(pb, []byte(b), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	out, err := exec.Command("diff", "-u", pa, pb).Output()
-	if len(out) == 0 {
-		return "(diff failed: " + err.Error() + ")\n--- " + aName + "\n" + a + "\n+++ " + bName + "\n" + b
-	}
-	return string(out)
 }

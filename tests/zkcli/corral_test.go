@@ -2,15 +2,13 @@ package zkcli_test
 
 import (
 	"context"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/corral/corral/internal/apachezk"
 	"github.com/corral/corral/internal/corralproc"
+	"github.com/corral/corral/internal/difftext"
 	"github.com/corral/corral/tests/zkcli"
 )
 
@@ -90,24 +88,6 @@ func TestTranscriptCorralMatchesApacheZooKeeper(t *testing.T) {
 		t.Fatalf("against Corral: %v", gotErr)
 	}
 	if got != want {
-		t.Fatalf("Corral's transcript differs from Apache ZooKeeper's (- zookeeper, + corral):\n%s", unifiedDiff(t, "zookeeper", want, "corral", got))
+		t.Fatalf("Corral's transcript differs from Apache ZooKeeper's (- zookeeper, + corral):\n%s", difftext.Unified(t, "zookeeper", want, "corral", got))
 	}
-}
-
-// unifiedDiff returns `diff -u` of two texts.
-func unifiedDiff(t *testing.T, aName, a, bName, b string) string {
-	t.Helper()
-	dir := t.TempDir()
-	pa, pb := filepath.Join(dir, aName), filepath.Join(dir, bName)
-	if err := os.WriteFile(pa, []byte(a), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(pb, []byte(b), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	out, err := exec.Command("diff", "-u", pa, pb).Output()
-	if len(out) == 0 {
-		return "(diff failed: " + err.Error() + ")\n--- " + aName + "\n" + a + "\n+++ " + bName + "\n" + b
-	}
-	return string(out)
 }

@@ -1,0 +1,2 @@
+// Package zktest opens go-zookeeper sessions for tests against Apache ZooKeeper or Corral.
+package zktest
