@@ -1,0 +1,67 @@
+package router
+
+import (
+	"hash/fnv"
+	"strings"
+)
+
+// Placement says how paths without an explicit mount are spread over the data shards.
+type Placement uint8
+
+const (
+	// PlaceSingle keeps every znode on the root shard (the first data shard): one Raft group
+	// serves the whole tree, as before sharding.
+	PlaceSingle Placement = iota
+	// PlaceHash keeps "/" and "/zookeeper" on the root shard and puts every other top-level
+	// znode, with its whole subtree, on the data shard chosen by hashing its name (TopLevelShard).
+	// Creating or deleting such a top-level znode touches two shards (the node on its own shard,
+	// the child entry in "/" on the root shard) and runs as a cross-shard transaction.
+	PlaceHash
+)
+
+// ParsePlacement maps the zoo.cfg value of corral.placement to a Placement.
+func ParsePlacement(s string) (Placement, bool) {
+	switch s {
+	case "", "hash":
+		return PlaceHash, true
+	case "single":
+		return PlaceSingle, true
+	}
+	return 0, false
+}
+
+// String returns the zoo.cfg spelling.
+func (p Placement) String() string {
+	if p == PlaceSingle {
+		return "single"
+	}
+	return "hash"
+}
+
+// TopLevelShard returns the data shard that holds the top-level znode name (and its subtree)
+// under PlaceHash: shards[fnv32a(name) mod len(shards)], except "zookeeper", which stays on the
+// root shard shards[0]. It is a pure function of its arguments, so every server (and every
+// test that wants two paths on different shards) computes the same answer.
+func TopLevelShard(name string, shards []uint64) uint64 {
+	if name == "zookeeper" || len(shards) == 1 {
+		return shards[0]
+	}
+	h := fnv.New32a()
+	h.Write([]byte(name))
+	return shards[h.Sum32()%uint32(len(shards))]
+}
+
+// topLevelName returns the first component of an absolute path ("" for "/" and for paths that
+// do not start with "/").
+func topLevelName(path string) string {
+	if len(path) < 2 || path[0] != '/' {
+		return ""
+	}
+	name, _, _ := strings.Cut(path[1:], "/")
+	return name
+}
+
+// IsTopLevel reports whether path names a top-level znode ("/x").
+func IsTopLevel(path string) bool {
+	return len(path) > 1 && path[0] == '/' && strings.IndexByte(path[1:], '/') < 0
+}
