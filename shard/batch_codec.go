@@ -9,15 +9,21 @@ import (
 
 // Batch encoding (the Raft entry's Cmd), all integers varint-encoded:
 //
-//	u8 version (1) | uvarint Proposer | uvarint Seq | varint Time | uvarint len(Ops) | Op...
+//	u8 version (2) | uvarint Proposer | uvarint Seq | varint Time | u8 flags (bit 0: Control)
+//	    | uvarint len(Ops) | Op...
 //	Op: varint Session | varint Code | varint MinZxid | uvarint len(Auth) | (str Scheme, str ID)...
 //	    | bytes Body
 //	str: uvarint length + bytes; bytes: uvarint length+1 + bytes, 0 for nil.
 //
 // BatchResult encoding (the Raft entry's Result.Data):
 //
-//	u8 version (1) | u8 Status | uvarint len(Results) | (varint Err, varint Zxid, bytes Body)...
-const codecVersion = 1
+//	u8 version (2) | u8 Status | uvarint len(Results) | (varint Err, varint Zxid, bytes Body)...
+//
+// Version 1 had no flags byte (every batch was a client batch) and the same result layout; the
+// decoders still read it, so a replica can replay a log written before the upgrade.
+const codecVersion = 2
+
+const batchFlagControl = 1
 
 // AppendTo appends the encoding of the batch to dst.
 func (b *Batch) AppendTo(dst []byte) []byte {
@@ -25,6 +31,11 @@ func (b *Batch) AppendTo(dst []byte) []byte {
 	dst = binary.AppendUvarint(dst, b.Proposer)
 	dst = binary.AppendUvarint(dst, b.Seq)
 	dst = binary.AppendVarint(dst, b.Time)
+	var flags byte
+	if b.Control {
+		flags |= batchFlagControl
+	}
+	dst = append(dst, flags)
 	dst = binary.AppendUvarint(dst, uint64(len(b.Ops)))
 	for i := range b.Ops {
 		op := &b.Ops[i]
@@ -46,12 +57,20 @@ func (b *Batch) AppendTo(dst []byte) []byte {
 func DecodeBatch(data []byte) (Batch, error) {
 	r := reader{buf: data}
 	var b Batch
-	if v := r.byte(); v != codecVersion {
+	v := r.byte()
+	if v != codecVersion && v != 1 {
 		return Batch{}, fmt.Errorf("%w: version %d", ErrMalformedBatch, v)
 	}
 	b.Proposer = r.uvarint()
 	b.Seq = r.uvarint()
 	b.Time = r.varint()
+	if v >= 2 {
+		flags := r.byte()
+		if flags&^batchFlagControl != 0 {
+			r.fail("flags")
+		}
+		b.Control = flags&batchFlagControl != 0
+	}
 	n := r.count(5) // an op takes at least 5 bytes
 	if n > 0 {
 		b.Ops = make([]Op, n)
@@ -93,11 +112,11 @@ func (res *BatchResult) AppendTo(dst []byte) []byte {
 func DecodeBatchResult(data []byte) (BatchResult, error) {
 	r := reader{buf: data}
 	var res BatchResult
-	if v := r.byte(); v != codecVersion {
+	if v := r.byte(); v != codecVersion && v != 1 {
 		return BatchResult{}, fmt.Errorf("%w: version %d", ErrMalformedResult, v)
 	}
 	res.Status = BatchStatus(r.byte())
-	if r.err == nil && (res.Status < BatchApplied || res.Status > BatchOutOfOrder) {
+	if r.err == nil && (res.Status < BatchApplied || res.Status > BatchBlocked) {
 		return BatchResult{}, fmt.Errorf("%w: status %d", ErrMalformedResult, res.Status)
 	}
 	n := r.count(3)
@@ -198,6 +217,29 @@ func (r *reader) count(minSize int) int {
 		return 0
 	}
 	return int(v)
+}
+
+// nilCount reads a nil-preserving element count (0 for nil, else count+1) and checks that
+// minSize bytes per element remain; it returns -1 for nil.
+func (r *reader) nilCount(minSize int) int {
+	v := r.uvarint()
+	if r.err != nil || v == 0 {
+		return -1
+	}
+	if v-1 > uint64(len(r.buf)-r.off)/uint64(minSize) {
+		r.fail("count")
+		return -1
+	}
+	return int(v - 1)
+}
+
+// bool reads a strict boolean byte (0 or 1).
+func (r *reader) bool() bool {
+	b := r.byte()
+	if b > 1 {
+		r.fail("boolean")
+	}
+	return b == 1
 }
 
 func (r *reader) take(n uint64, what string) []byte {

@@ -10,6 +10,9 @@ var (
 	ErrMalformedBatch = errors.New("shard: malformed batch")
 	// ErrMalformedResult: a Raft entry result does not decode as a BatchResult.
 	ErrMalformedResult = errors.New("shard: malformed batch result")
+	// ErrMalformedTxn: the body of a transaction op (TxnPrepare, TxnCommit, TxnAbort,
+	// TxnResolve) or a TxnReply does not decode.
+	ErrMalformedTxn = errors.New("shard: malformed transaction record")
 	// ErrCorruptStore: the pebble store or a snapshot stream holds a record that does not decode.
 	ErrCorruptStore = errors.New("shard: corrupt store")
 	// ErrIndexRegressed: Update got an entry whose index is not above the last applied index.

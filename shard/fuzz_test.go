@@ -24,6 +24,12 @@ func fuzzSeedBatches() []Batch {
 			{Code: wire.OpCloseSession, Session: -5},
 			{Code: wire.OpMulti, Body: []byte{}},
 		}},
+		{Proposer: 3, Seq: 2, Time: 5, Control: true, Ops: []Op{
+			{Code: OpTxnPrepare, Session: 9, MinZxid: 1 << 30, Body: (&TxnPrepare{ID: 4, Anchor: 1,
+				Multi: wire.MultiRequest{Ops: []wire.MultiOp{{Op: wire.OpDelete, Delete: &wire.DeleteRequest{Path: "/x", Version: -1}}}},
+				Roles: []TxnRole{RoleParent}}).AppendTo(nil)},
+			{Code: OpTxnCommit, Body: (&TxnCommit{ID: 4, Zxid: 1 << 40, Time: 5}).AppendTo(nil)},
+		}},
 	}
 }
 
@@ -33,6 +39,7 @@ func fuzzSeedResults() []BatchResult {
 		{Status: BatchDuplicateUnknown},
 		{Status: BatchApplied, Results: []OpResult{{Zxid: 1 << 8}, {Err: wire.ErrNoNode, Zxid: 2<<8 | 3}, {Zxid: 3 << 8, Body: []byte{}}}},
 		{Status: BatchDuplicate, Results: []OpResult{{Zxid: 9, Body: encode(&wire.CreateResponse{Path: "/x"})}}},
+		{Status: BatchBlocked},
 	}
 }
 
@@ -111,7 +118,7 @@ func TestCodecRoundTrip(t *testing.T) {
 		t.Fatal("trailing byte accepted")
 	}
 	// a count larger than the input is rejected before allocating
-	huge := []byte{codecVersion, 1, 1, 2, 0xff, 0xff, 0xff, 0xff, 0x0f}
+	huge := []byte{codecVersion, 1, 1, 2, 0, 0xff, 0xff, 0xff, 0xff, 0x0f}
 	if _, err := DecodeBatch(huge); !errors.Is(err, ErrMalformedBatch) {
 		t.Fatalf("huge count: %v", err)
 	}
@@ -136,9 +143,18 @@ func TestWriteFuzzSeeds(t *testing.T) {
 	for i, b := range fuzzSeedBatches() {
 		write("FuzzDecodeBatch", i, b.AppendTo(nil))
 	}
-	write("FuzzDecodeBatch", 99, []byte{codecVersion, 1, 1, 2, 0xff, 0xff, 0xff, 0xff, 0x0f})
+	write("FuzzDecodeBatch", 99, []byte{codecVersion, 1, 1, 2, 0, 0xff, 0xff, 0xff, 0xff, 0x0f})
 	for i, r := range fuzzSeedResults() {
 		write("FuzzDecodeBatchResult", i, r.AppendTo(nil))
 	}
 	write("FuzzDecodeBatchResult", 99, []byte{codecVersion, 9})
+	for i, p := range fuzzSeedPrepares() {
+		write("FuzzDecodeTxnPrepare", i, p.AppendTo(nil))
+	}
+	for i, r := range fuzzSeedReplies() {
+		write("FuzzDecodeTxnReply", i, r.AppendTo(nil))
+	}
+	for i, b := range fuzzSeedTxnOps() {
+		write("FuzzDecodeTxnOps", i, b)
+	}
 }

@@ -14,8 +14,10 @@ import (
 //	u8 version (1) | varint czxid, mzxid, pzxid, ctime, mtime, owner | varint version, cversion,
 //	aversion, numChildren | bytes data (nil-preserving) | uvarint len(acl) | (varint perms,
 //	str scheme, str id)...
+const nodeCodecVersion = 1
+
 func appendNode(dst []byte, n *node) []byte {
-	dst = append(dst, codecVersion)
+	dst = append(dst, nodeCodecVersion)
 	for _, v := range [...]int64{n.czxid, n.mzxid, n.pzxid, n.ctime, n.mtime, n.owner,
 		int64(n.version), int64(n.cversion), int64(n.aversion), int64(n.numChildren)} {
 		dst = binary.AppendVarint(dst, v)
@@ -34,7 +36,7 @@ func appendNode(dst []byte, n *node) []byte {
 // decodeNode decodes a node value; data is copied.
 func decodeNode(key string, val []byte) (*node, error) {
 	r := reader{buf: val}
-	if v := r.byte(); v != codecVersion {
+	if v := r.byte(); v != nodeCodecVersion {
 		return nil, fmt.Errorf("%w: node %q version %d", ErrCorruptStore, pathOf(key), v)
 	}
 	n := &node{key: key}

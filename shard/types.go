@@ -28,7 +28,12 @@ type Batch struct {
 	Proposer uint64 // random id of the proposing server incarnation
 	Seq      uint64 // 1, 2, 3, ... per proposer and shard
 	Time     int64  // proposer's wall clock in Unix milliseconds: ctime/mtime and TTL decisions use it
-	Ops      []Op
+	// Control marks a batch of a coordinator's control proposer: it holds only transaction ops
+	// (OpTxnPrepare, OpTxnCommit, OpTxnAbort, OpTxnResolve) and is applied even while the shard
+	// holds a prepared transaction. Client and internal ops in a control batch, and transaction
+	// ops in any other batch, fail with UNIMPLEMENTED without consuming a zxid.
+	Control bool
+	Ops     []Op
 }
 
 // BatchStatus says what the shard did with a batch.
@@ -44,6 +49,10 @@ const (
 	BatchDuplicateUnknown
 	// BatchOutOfOrder: Seq was not the proposer's next; nothing was applied, no zxid consumed.
 	BatchOutOfOrder
+	// BatchBlocked: the shard holds a prepared cross-shard transaction and the batch is not a
+	// control batch: nothing was applied, no zxid consumed, the proposer's Seq not advanced and
+	// nothing cached. Propose it again (same Seq) once the transaction is decided.
+	BatchBlocked
 )
 
 // OpResult is the outcome of one Op.

@@ -10,9 +10,26 @@ import (
 // number of goroutines may read a View concurrently, without locks, while the shard goes on
 // applying; everything it returns is shared and must not be modified.
 type View struct {
-	shardID uint64
-	zxid    int64
-	tree    tree
+	shardID  uint64
+	zxid     int64
+	tree     tree
+	prepared *PreparedInfo // nil: no transaction prepared
+}
+
+// PreparedInfo describes the cross-shard transaction a shard holds prepared.
+type PreparedInfo struct {
+	ID, Anchor  uint64
+	PrepareTime int64 // batch time of the prepare (Unix ms)
+	Deadline    int64 // Unix ms; after it any server may resolve the txn at the anchor
+}
+
+// Prepared returns the transaction this view's shard holds prepared, if any. While it does, the
+// shard applies no batch but control batches (see BatchBlocked).
+func (v *View) Prepared() (PreparedInfo, bool) {
+	if v.prepared == nil {
+		return PreparedInfo{}, false
+	}
+	return *v.prepared, true
 }
 
 // ShardID returns the shard the view belongs to.

@@ -1,0 +1,324 @@
+package shard
+
+import (
+	"encoding/binary"
+	"fmt"
+
+	"github.com/corral/corral/wire"
+)
+
+// Cross-shard transactions: the participant side of a two-phase commit (see doc.go, "Cross-shard
+// transactions"). A coordinator (the router) proposes these ops in control batches
+// (Batch.Control); a shard never accepts them from clients, and the server only routes client
+// opcodes to the shard.
+
+// Internal op codes of the cross-shard transaction protocol. Each travels as an Op whose Body is
+// the encoded TxnPrepare, TxnCommit, TxnAbort or TxnResolve, inside a control batch; its result's
+// Body is the encoded TxnReply.
+const (
+	OpTxnPrepare wire.OpCode = 1001
+	OpTxnCommit  wire.OpCode = 1002
+	OpTxnAbort   wire.OpCode = 1003
+	OpTxnResolve wire.OpCode = 1004
+)
+
+// isTxnOp reports whether code is one of the transaction ops.
+func isTxnOp(code wire.OpCode) bool { return code >= OpTxnPrepare && code <= OpTxnResolve }
+
+// TxnRole is what one op of a transaction's multi means to one participant.
+type TxnRole uint8
+
+// Roles.
+const (
+	// RoleNone: the op belongs to another shard; this shard skips it.
+	RoleNone TxnRole = iota
+	// RoleFull: an ordinary op, evaluated exactly as inside a single-shard multi.
+	RoleFull
+	// RoleNode: the node side of a top-level (mount-point) create or delete: the node lives on
+	// this shard, its parent "/" does not. Only the checks that do not involve the parent run;
+	// a create uses its path as given (never appends a sequential suffix).
+	RoleNode
+	// RoleParent: the parent side of a top-level create or delete: this shard holds "/" and
+	// keeps a stub child entry for the node (see doc.go, "Stubs").
+	RoleParent
+)
+
+// TxnPrepare asks a participant to validate its ops of a transaction and lock the shard.
+type TxnPrepare struct {
+	ID       uint64            // nonzero, chosen by the coordinator (random)
+	Anchor   uint64            // shard id of the anchor participant, which records the decision
+	Deadline int64             // Unix ms; after it any server may resolve the txn at the anchor
+	Internal bool              // server-generated (container/TTL expiry): skip every ACL check
+	Multi    wire.MultiRequest // the whole client multi, all ops, index-aligned with Roles
+	Roles    []TxnRole         // len == len(Multi.Ops)
+}
+
+// TxnCommit commits a prepared transaction under zxid Zxid; Time is the txn's ctime/mtime
+// (Unix ms).
+type TxnCommit struct {
+	ID   uint64
+	Zxid int64
+	Time int64
+}
+
+// TxnAbort aborts a transaction (prepared or not: an unknown one is recorded as aborted, so a
+// late prepare is refused).
+type TxnAbort struct{ ID uint64 }
+
+// TxnResolve asks the anchor for a transaction's decision; an undecided transaction is aborted.
+type TxnResolve struct{ ID uint64 }
+
+// TxnOutcome is a participant's answer to a transaction op.
+type TxnOutcome uint8
+
+// Outcomes.
+const (
+	// TxnPrepared: validated and locked; Floor and Results are set.
+	TxnPrepared TxnOutcome = iota + 1
+	// TxnFailed: an op failed validation; nothing locked; FailIndex and FailErr are set.
+	TxnFailed
+	// TxnBusy: another transaction is prepared here; nothing locked.
+	TxnBusy
+	// TxnCommitted: (commit, resolve, abort or prepare of a committed txn) Zxid is set; Results
+	// are set on the commit that applied it.
+	TxnCommitted
+	// TxnAborted: (abort, resolve, commit or prepare of an aborted or unknown txn).
+	TxnAborted
+)
+
+// TxnReply is the body of a transaction op's result.
+type TxnReply struct {
+	Outcome TxnOutcome
+	// Floor (TxnPrepared) is the zxid counter this shard would assign next:
+	// max(last>>8 + 1, batch.Time<<12, op.MinZxid>>8 + 1), as for any op (see doc.go, "Zxids").
+	// The commit zxid must have a counter >= every participant's floor.
+	Floor int64
+	// FailIndex (TxnFailed) is the index in Multi.Ops of this shard's first failing op, or -1
+	// when the whole request is MARSHALLINGERROR.
+	FailIndex int32
+	FailErr   wire.Err // TxnFailed
+	Zxid      int64    // TxnCommitted
+	// Results (TxnPrepared, TxnCommitted) has len(Multi.Ops) entries: this shard's ops in final
+	// form (what a single-shard multi reports on success), RoleNone entries zero. A RoleParent
+	// create carries the final path (sequential suffix resolved), a RoleNode create path and
+	// stat. Prepare reports provisional values (stats under the provisional zxid and time).
+	Results []wire.MultiResult
+}
+
+// Encodings of the transaction records (all integers varint-encoded, as the batch codec):
+//
+//	TxnPrepare: u8 version (1) | uvarint ID | uvarint Anchor | varint Deadline | u8 Internal
+//	            | bytes Multi (wire-encoded MultiRequest) | uvarint len(Roles) | u8 role...
+//	TxnCommit:  u8 version | uvarint ID | varint Zxid | varint Time
+//	TxnAbort, TxnResolve: u8 version | uvarint ID
+//	TxnReply:   u8 version | u8 Outcome | varint Floor | varint FailIndex | varint FailErr
+//	            | varint Zxid | uvarint len(Results)+1 (0: nil) | result...
+//	result:     varint Op | varint Err | str Path | 11 varints Stat | bytes Data
+//	            | uvarint len(Children)+1 (0: nil) | str child...
+//
+// Decoders never panic, reject trailing bytes and wrap ErrMalformedTxn.
+const txnCodecVersion = 1
+
+// AppendTo appends the encoding of p to dst.
+func (p *TxnPrepare) AppendTo(dst []byte) []byte {
+	dst = append(dst, txnCodecVersion)
+	dst = binary.AppendUvarint(dst, p.ID)
+	dst = binary.AppendUvarint(dst, p.Anchor)
+	dst = binary.AppendVarint(dst, p.Deadline)
+	dst = appendBool(dst, p.Internal)
+	e := wire.NewEncoder(nil)
+	p.Multi.Encode(e)
+	dst = appendBytes(dst, e.Bytes())
+	dst = binary.AppendUvarint(dst, uint64(len(p.Roles)))
+	for _, r := range p.Roles {
+		dst = append(dst, byte(r))
+	}
+	return dst
+}
+
+// DecodeTxnPrepare decodes a TxnPrepare. The multi's records alias b. Roles must be as many as
+// the multi's ops and each a known role.
+func DecodeTxnPrepare(b []byte) (TxnPrepare, error) {
+	r := reader{buf: b}
+	var p TxnPrepare
+	if v := r.byte(); v != txnCodecVersion && r.err == nil {
+		return TxnPrepare{}, fmt.Errorf("%w: prepare version %d", ErrMalformedTxn, v)
+	}
+	p.ID = r.uvarint()
+	p.Anchor = r.uvarint()
+	p.Deadline = r.varint()
+	p.Internal = r.bool()
+	multi := r.bytes()
+	n := r.count(1)
+	if n > 0 {
+		p.Roles = make([]TxnRole, n)
+		for i := range p.Roles {
+			p.Roles[i] = TxnRole(r.byte())
+			if p.Roles[i] > RoleParent {
+				r.fail("role")
+			}
+		}
+	}
+	if err := r.finish(); err != nil {
+		return TxnPrepare{}, fmt.Errorf("%w: prepare: %v", ErrMalformedTxn, err)
+	}
+	d := wire.NewDecoder(multi)
+	if err := p.Multi.Decode(d); err != nil {
+		return TxnPrepare{}, fmt.Errorf("%w: prepare multi: %v", ErrMalformedTxn, err)
+	}
+	if d.Remaining() != 0 {
+		return TxnPrepare{}, fmt.Errorf("%w: prepare multi: trailing bytes", ErrMalformedTxn)
+	}
+	if len(p.Roles) != len(p.Multi.Ops) {
+		return TxnPrepare{}, fmt.Errorf("%w: %d roles for %d ops", ErrMalformedTxn, len(p.Roles), len(p.Multi.Ops))
+	}
+	return p, nil
+}
+
+// AppendTo appends the encoding of c to dst.
+func (c *TxnCommit) AppendTo(dst []byte) []byte {
+	dst = append(dst, txnCodecVersion)
+	dst = binary.AppendUvarint(dst, c.ID)
+	dst = binary.AppendVarint(dst, c.Zxid)
+	return binary.AppendVarint(dst, c.Time)
+}
+
+// DecodeTxnCommit decodes a TxnCommit.
+func DecodeTxnCommit(b []byte) (TxnCommit, error) {
+	r := reader{buf: b}
+	var c TxnCommit
+	if v := r.byte(); v != txnCodecVersion && r.err == nil {
+		return TxnCommit{}, fmt.Errorf("%w: commit version %d", ErrMalformedTxn, v)
+	}
+	c.ID, c.Zxid, c.Time = r.uvarint(), r.varint(), r.varint()
+	if err := r.finish(); err != nil {
+		return TxnCommit{}, fmt.Errorf("%w: commit: %v", ErrMalformedTxn, err)
+	}
+	return c, nil
+}
+
+// AppendTo appends the encoding of a to dst.
+func (a *TxnAbort) AppendTo(dst []byte) []byte { return appendTxnID(dst, a.ID) }
+
+// DecodeTxnAbort decodes a TxnAbort.
+func DecodeTxnAbort(b []byte) (TxnAbort, error) {
+	id, err := decodeTxnID(b, "abort")
+	return TxnAbort{ID: id}, err
+}
+
+// AppendTo appends the encoding of r to dst.
+func (r *TxnResolve) AppendTo(dst []byte) []byte { return appendTxnID(dst, r.ID) }
+
+// DecodeTxnResolve decodes a TxnResolve.
+func DecodeTxnResolve(b []byte) (TxnResolve, error) {
+	id, err := decodeTxnID(b, "resolve")
+	return TxnResolve{ID: id}, err
+}
+
+func appendTxnID(dst []byte, id uint64) []byte {
+	return binary.AppendUvarint(append(dst, txnCodecVersion), id)
+}
+
+func decodeTxnID(b []byte, what string) (uint64, error) {
+	r := reader{buf: b}
+	if v := r.byte(); v != txnCodecVersion && r.err == nil {
+		return 0, fmt.Errorf("%w: %s version %d", ErrMalformedTxn, what, v)
+	}
+	id := r.uvarint()
+	if err := r.finish(); err != nil {
+		return 0, fmt.Errorf("%w: %s: %v", ErrMalformedTxn, what, err)
+	}
+	return id, nil
+}
+
+// AppendTo appends the encoding of rep to dst.
+func (rep *TxnReply) AppendTo(dst []byte) []byte {
+	dst = append(dst, txnCodecVersion, byte(rep.Outcome))
+	dst = binary.AppendVarint(dst, rep.Floor)
+	dst = binary.AppendVarint(dst, int64(rep.FailIndex))
+	dst = binary.AppendVarint(dst, int64(rep.FailErr))
+	dst = binary.AppendVarint(dst, rep.Zxid)
+	if rep.Results == nil {
+		return append(dst, 0)
+	}
+	dst = binary.AppendUvarint(dst, uint64(len(rep.Results))+1)
+	for i := range rep.Results {
+		dst = appendMultiResult(dst, &rep.Results[i])
+	}
+	return dst
+}
+
+func appendMultiResult(dst []byte, m *wire.MultiResult) []byte {
+	dst = binary.AppendVarint(dst, int64(m.Op))
+	dst = binary.AppendVarint(dst, int64(m.Err))
+	dst = appendStr(dst, m.Path)
+	s := &m.Stat
+	for _, v := range [...]int64{s.Czxid, s.Mzxid, s.Ctime, s.Mtime, int64(s.Version), int64(s.Cversion),
+		int64(s.Aversion), s.EphemeralOwner, int64(s.DataLength), int64(s.NumChildren), s.Pzxid} {
+		dst = binary.AppendVarint(dst, v)
+	}
+	dst = appendBytes(dst, m.Data)
+	if m.Children == nil {
+		return append(dst, 0)
+	}
+	dst = binary.AppendUvarint(dst, uint64(len(m.Children))+1)
+	for _, c := range m.Children {
+		dst = appendStr(dst, c)
+	}
+	return dst
+}
+
+// DecodeTxnReply decodes a TxnReply. Result data aliases b.
+func DecodeTxnReply(b []byte) (TxnReply, error) {
+	r := reader{buf: b}
+	var rep TxnReply
+	if v := r.byte(); v != txnCodecVersion && r.err == nil {
+		return TxnReply{}, fmt.Errorf("%w: reply version %d", ErrMalformedTxn, v)
+	}
+	rep.Outcome = TxnOutcome(r.byte())
+	if r.err == nil && (rep.Outcome < TxnPrepared || rep.Outcome > TxnAborted) {
+		return TxnReply{}, fmt.Errorf("%w: outcome %d", ErrMalformedTxn, rep.Outcome)
+	}
+	rep.Floor = r.varint()
+	rep.FailIndex = r.int32()
+	rep.FailErr = wire.Err(r.int32())
+	rep.Zxid = r.varint()
+	// a result takes at least 15 bytes (two varints, an empty string, 11 varints, nil data,
+	// nil children); nil is encoded as count 0, so count-1 elements follow
+	if n := r.nilCount(15); n >= 0 {
+		rep.Results = make([]wire.MultiResult, n)
+		for i := 0; i < n && r.err == nil; i++ {
+			decodeMultiResult(&r, &rep.Results[i])
+		}
+	}
+	if err := r.finish(); err != nil {
+		return TxnReply{}, fmt.Errorf("%w: reply: %v", ErrMalformedTxn, err)
+	}
+	return rep, nil
+}
+
+func decodeMultiResult(r *reader, m *wire.MultiResult) {
+	m.Op = wire.OpCode(r.int32())
+	m.Err = wire.Err(r.int32())
+	m.Path = r.str()
+	s := &m.Stat
+	s.Czxid, s.Mzxid, s.Ctime, s.Mtime = r.varint(), r.varint(), r.varint(), r.varint()
+	s.Version, s.Cversion, s.Aversion = r.int32(), r.int32(), r.int32()
+	s.EphemeralOwner = r.varint()
+	s.DataLength, s.NumChildren = r.int32(), r.int32()
+	s.Pzxid = r.varint()
+	m.Data = r.bytes()
+	if n := r.nilCount(1); n >= 0 {
+		m.Children = make([]string, n)
+		for i := 0; i < n && r.err == nil; i++ {
+			m.Children[i] = r.str()
+		}
+	}
+}
+
+func appendBool(dst []byte, v bool) []byte {
+	if v {
+		return append(dst, 1)
+	}
+	return append(dst, 0)
+}
