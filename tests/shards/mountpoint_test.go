@@ -249,8 +249,8 @@ func TestMountPointCreateDeleteLikeZooKeeper(t *testing.T) {
 		t.Fatalf("after sequential create: stat of / %+v, want cversion %d pzxid %#x", rs, cv+1, sst.Czxid)
 	}
 	must(t, zc.Delete(x, -1), "delete %s", x) // a mount point delete: cversion+1
-	mustCreate(t, zc, onRoot, "")              // a top-level create on the root shard: +1
-	mustCreate(t, zc, x, "")                   // a mount point create: +1
+	mustCreate(t, zc, onRoot, "")             // a top-level create on the root shard: +1
+	mustCreate(t, zc, x, "")                  // a mount point create: +1
 	seq2, err := zc.Create("/seq-", nil, zk.FlagSequence|zk.FlagEphemeral, acl)
 	must(t, err, "sequential create")
 	if want := fmt.Sprintf("/seq-%010d", cv+4); seq2 != want {
