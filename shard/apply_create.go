@@ -53,6 +53,24 @@ func modeTTL(flags int32) bool {
 // Deviation: createTTL with a non-TTL mode is BADARGUMENTS even for a negative ttl (ZooKeeper
 // accepts that request in prep and then fails while applying it).
 func (t *txn) create(code wire.OpCode, a *createArgs, session int64, auth []wire.ID) (string, wire.Stat, wire.Err) {
+	return t.createAs(RoleFull, code, a, session, auth)
+}
+
+// createAs is create in a transaction role (RoleFull is create itself). A stub counts as an
+// existing node for NODEEXISTS but never as a parent.
+//
+// RoleParent (this shard holds the parent "/", the node lives on another shard) runs the whole
+// check sequence above, then puts a stub at the key instead of the node: no data, owner the
+// session for an ephemeral mode and 0 otherwise, czxid = mzxid = pzxid = the zxid. The parent
+// is updated as for a create (cversion, numChildren, pzxid); the only event is
+// NodeChildrenChanged on the parent. The returned path is final (sequential suffix resolved),
+// the stat zero.
+//
+// RoleNode (the node lives here, its parent does not) runs the checks that do not involve the
+// parent — flags, TTL, session, path, ACL fixup, validatePath, NODEEXISTS — uses the path as
+// given (the coordinator resolved any sequential suffix on the parent side: none is appended
+// here), puts the real node and touches no parent; the only event is NodeCreated.
+func (t *txn) createAs(role TxnRole, code wire.OpCode, a *createArgs, session int64, auth []wire.ID) (string, wire.Stat, wire.Err) {
 	if !modeValid(a.flags) {
 		return "", wire.Stat{}, wire.ErrBadArguments
 	}
@@ -77,15 +95,37 @@ func (t *txn) create(code wire.OpCode, a *createArgs, session int64, auth []wire
 	if err != wire.ErrOK {
 		return "", wire.Stat{}, err
 	}
+	var owner int64
+	switch {
+	case code == wire.OpCreateContainer:
+		owner = containerOwner
+	case code == wire.OpCreateTTL:
+		owner = ttlMask | a.ttl
+	case modeEphemeral(a.flags):
+		owner = session
+	}
+	if role == RoleNode {
+		if !validatePath(a.path) {
+			return "", wire.Stat{}, wire.ErrBadArguments
+		}
+		key, _ := keyOf(a.path)
+		if t.get(key) != nil {
+			return "", wire.Stat{}, wire.ErrNodeExists
+		}
+		n := t.newNode(key, owner, a.data, acls)
+		t.put(n)
+		t.event(wire.EventNodeCreated, a.path, n.acl)
+		return a.path, n.stat(), wire.ErrOK
+	}
 	pkey, ok := parentKey(parentPath)
 	var parent *node
 	if ok {
-		parent = t.get(pkey)
+		parent = t.visible(pkey)
 	}
 	if parent == nil {
 		return "", wire.Stat{}, wire.ErrNoNode
 	}
-	if !acl.Check(parent.aclSlice(), wire.PermCreate, auth) {
+	if !t.permitted(parent, wire.PermCreate, auth) {
 		return "", wire.Stat{}, wire.ErrNoAuth
 	}
 	path := a.path
@@ -102,31 +142,36 @@ func (t *txn) create(code wire.OpCode, a *createArgs, session int64, auth []wire
 	if kindOf(parent.owner) == kindEphemeral {
 		return "", wire.Stat{}, wire.ErrNoChildrenForEphemerals
 	}
-
-	var owner int64
-	switch {
-	case code == wire.OpCreateContainer:
-		owner = containerOwner
-	case code == wire.OpCreateTTL:
-		owner = ttlMask | a.ttl
-	case modeEphemeral(a.flags):
-		owner = session
-	}
-	n := &node{
-		key:   key,
-		czxid: t.zxid, mzxid: t.zxid, pzxid: t.zxid,
-		ctime: t.time, mtime: t.time,
-		owner: owner,
-		data:  bytes.Clone(a.data),
-		acl:   internACL(acls),
-	}
 	p := parent.clone()
 	p.cversion++
 	p.numChildren++
 	p.pzxid = t.zxid
 	t.put(p)
+	if role == RoleParent {
+		stubOwner := int64(0)
+		if kindOf(owner) == kindEphemeral {
+			stubOwner = owner
+		}
+		t.put(&node{key: key, czxid: t.zxid, mzxid: t.zxid, pzxid: t.zxid, ctime: t.time, mtime: t.time,
+			owner: stubOwner, stub: true, acl: internACL(nil)})
+		t.event(wire.EventNodeChildrenChanged, displayParent(parentPath), p.acl)
+		return path, wire.Stat{}, wire.ErrOK
+	}
+	n := t.newNode(key, owner, a.data, acls)
 	t.put(n)
 	t.event(wire.EventNodeCreated, path, n.acl)
 	t.event(wire.EventNodeChildrenChanged, displayParent(parentPath), p.acl)
 	return path, n.stat(), wire.ErrOK
+}
+
+// newNode returns a fresh node created by the txn.
+func (t *txn) newNode(key string, owner int64, data []byte, acls []wire.ACL) *node {
+	return &node{
+		key:   key,
+		czxid: t.zxid, mzxid: t.zxid, pzxid: t.zxid,
+		ctime: t.time, mtime: t.time,
+		owner: owner,
+		data:  bytes.Clone(data),
+		acl:   internACL(acls),
+	}
 }

@@ -3,7 +3,6 @@ package shard
 import (
 	"strings"
 
-	"github.com/corral/corral/acl"
 	"github.com/corral/corral/wire"
 )
 
@@ -36,23 +35,48 @@ func parentForDelete(path string) (string, bool) {
 // parentForDelete), parent NONODE, parent ACL DELETE (NOAUTH, before the node's own NONODE),
 // node NONODE, BADVERSION, NOTEMPTY.
 func (t *txn) delete(path string, version int32, auth []wire.ID) wire.Err {
+	return t.deleteAs(RoleFull, path, version, auth)
+}
+
+// deleteAs is delete in a transaction role (RoleFull is delete itself).
+//
+// RoleParent (this shard holds "/", the node lives on another shard) runs the parent's part of
+// the sequence — BADARGUMENTS, parent NONODE, parent ACL DELETE (NOAUTH) — then NONODE when
+// there is no stub at the key, and removes the stub (the parent loses a child, pzxid =
+// max(pzxid, zxid)); the only event is NodeChildrenChanged on the parent. A real node at the
+// key (it lives here after all) is deleted as by delete.
+//
+// RoleNode (the node lives here, its parent does not) runs the node's part — BADARGUMENTS,
+// NONODE, BADVERSION, NOTEMPTY — and removes the node without touching any parent; the only
+// event is NodeDeleted.
+func (t *txn) deleteAs(role TxnRole, path string, version int32, auth []wire.ID) wire.Err {
 	parentPath, ok := parentForDelete(path)
 	if !ok {
 		return wire.ErrBadArguments
 	}
-	pkey, ok := parentKey(parentPath)
-	var parent *node
+	if role != RoleNode {
+		pkey, ok := parentKey(parentPath)
+		var parent *node
+		if ok {
+			parent = t.visible(pkey)
+		}
+		if parent == nil {
+			return wire.ErrNoNode
+		}
+		if !t.permitted(parent, wire.PermDelete, auth) {
+			return wire.ErrNoAuth
+		}
+	}
+	var n *node
+	key, ok := keyOf(path)
 	if ok {
-		parent = t.get(pkey)
+		n = t.get(key)
 	}
-	if parent == nil {
-		return wire.ErrNoNode
+	if role == RoleParent && n != nil && n.stub {
+		t.removeNode(key, path, n, parentPath)
+		return wire.ErrOK
 	}
-	if !acl.Check(parent.aclSlice(), wire.PermDelete, auth) {
-		return wire.ErrNoAuth
-	}
-	n, key := t.lookup(path)
-	if n == nil {
+	if n == nil || n.stub {
 		return wire.ErrNoNode
 	}
 	if !versionMatches(n.version, version) {
@@ -60,6 +84,11 @@ func (t *txn) delete(path string, version int32, auth []wire.ID) wire.Err {
 	}
 	if n.numChildren > 0 {
 		return wire.ErrNotEmpty
+	}
+	if role == RoleNode {
+		t.del(key)
+		t.event(wire.EventNodeDeleted, path, n.acl)
+		return wire.ErrOK
 	}
 	t.removeNode(key, path, n, parentPath)
 	return wire.ErrOK
@@ -103,12 +132,14 @@ func (t *txn) deleteContainer(path string, version int32) wire.Err {
 // closeSession deletes every ephemeral node of session in this shard under the one zxid of the
 // op, in path order, each with NodeDeleted and NodeChildrenChanged on its parent (DataTree
 // .killSession), and records the session's tombstone. Closing an unknown or already closed
-// session only refreshes the tombstone.
+// session only refreshes the tombstone. The session's ephemeral stubs go too, with only the
+// parent's NodeChildrenChanged (the node's own shard deletes the node and reports NodeDeleted
+// when it applies its closeSession).
 func (t *txn) closeSession(session int64) {
 	if session == 0 {
 		return
 	}
-	paths := t.s.tree.ephemerals(session, "")
+	paths := t.s.tree.ephemerals(session, "", true)
 	czxids := make([]int64, len(paths))
 	for i, path := range paths {
 		key, _ := keyOf(path)

@@ -17,72 +17,16 @@ func (t *txn) multi(req *wire.MultiRequest, session int64, auth []wire.ID) ([]wi
 	var failErr wire.Err
 	for i := range req.Ops {
 		op := &req.Ops[i]
-		r := &results[i]
-		r.Op = op.Op
-		var err wire.Err
-		switch op.Op {
-		case wire.OpCreate, wire.OpCreate2, wire.OpCreateContainer:
-			c := op.Create
-			a := createArgs{path: c.Path, data: c.Data, acl: c.ACL, flags: c.Flags, ttl: -1}
-			code := op.Op
-			if c.Flags == wire.FlagPersistentWithTTL || c.Flags == wire.FlagPersistentSequentialWithTTL {
-				// ZooKeeper rebuilds a multi's create from its flags (Op.create); a TTL mode
-				// without a TTL record makes the whole multi fail to deserialize when this op
-				// is reached: MARSHALLINGERROR for the request, no per-op results.
-				return nil, false
-			}
-			// ZooKeeper rebuilds a multi's create from its flags (Op.create), so inside a
-			// multi a plain create with the container flag becomes createContainer, and a
-			// createContainer without it a plain create.
-			switch {
-			case c.Flags == wire.FlagContainer:
-				code, r.Op = wire.OpCreateContainer, wire.OpCreateContainer
-			case code == wire.OpCreateContainer:
-				code, r.Op = wire.OpCreate, wire.OpCreate
-			}
-			r.Path, r.Stat, err = t.create(code, &a, session, auth)
-		case wire.OpCreateTTL:
-			c := op.CreateTTL
-			a := createArgs{path: c.Path, data: c.Data, acl: c.ACL, flags: c.Flags, ttl: c.TTL}
-			code := op.Op
-			if c.Flags != wire.FlagPersistentWithTTL && c.Flags != wire.FlagPersistentSequentialWithTTL {
-				// ZooKeeper's Op.create(path, data, acl, flags, ttl) builds a createTTL with
-				// a mode that is not a TTL mode as a plain create of that mode, dropping the
-				// TTL: a container for the container flag, else a create (whose unknown
-				// flags then fail with BADARGUMENTS).
-				a.ttl = -1
-				code = wire.OpCreate
-				if a.flags == wire.FlagContainer {
-					code = wire.OpCreateContainer
-				}
-				r.Op = code
-			}
-			r.Path, r.Stat, err = t.create(code, &a, session, auth)
-		case wire.OpDelete:
-			err = t.delete(op.Delete.Path, op.Delete.Version, auth)
-		case wire.OpSetData:
-			r.Stat, err = t.setData(op.SetData.Path, op.SetData.Data, op.SetData.Version, auth)
-		case wire.OpCheck:
-			err = t.check(op.Check.Path, op.Check.Version, auth)
-		default:
-			err = wire.ErrMarshallingError // not reachable: rejected before
+		if multiUndecodable(op) {
+			return nil, false
 		}
-		if err != wire.ErrOK {
+		if err := t.multiOp(op, RoleFull, &results[i], session, auth); err != wire.ErrOK {
 			failed, failErr = i, err
 			break
 		}
 	}
 	if failed < 0 {
-		for i := range results {
-			switch results[i].Op {
-			case wire.OpCreateContainer, wire.OpCreateTTL:
-				results[i].Op = wire.OpCreate2
-			case wire.OpCreate2:
-				// ZooKeeper 3.8.0 (Debian's package, our reference) reports create2 inside a
-				// multi as a plain create without stat; 3.8.3+ (ZOOKEEPER-4026) reports type 15.
-				results[i].Op = wire.OpCreate
-			}
-		}
+		finalMultiResults(results)
 		return results, true
 	}
 	for i := range results {
@@ -96,6 +40,83 @@ func (t *txn) multi(req *wire.MultiRequest, session int64, auth []wire.ID) ([]wi
 		results[i] = r
 	}
 	return results, false
+}
+
+// multiUndecodable reports whether reaching op makes the whole multi MARSHALLINGERROR: ZooKeeper
+// rebuilds a multi's create from its flags (Op.create), and a TTL mode without a TTL record
+// makes the multi fail to deserialize when this op is reached (no per-op results).
+func multiUndecodable(op *wire.MultiOp) bool {
+	switch op.Op {
+	case wire.OpCreate, wire.OpCreate2, wire.OpCreateContainer:
+		return op.Create.Flags == wire.FlagPersistentWithTTL || op.Create.Flags == wire.FlagPersistentSequentialWithTTL
+	}
+	return false
+}
+
+// multiOp applies one op of a multi in role (RoleFull inside a plain multi) and fills r with its
+// success result in raw form (finalMultiResults turns it into what the multi reports). The op
+// must have passed multiWritable and multiUndecodable. setData and check ignore the role.
+func (t *txn) multiOp(op *wire.MultiOp, role TxnRole, r *wire.MultiResult, session int64, auth []wire.ID) wire.Err {
+	r.Op = op.Op
+	var err wire.Err
+	switch op.Op {
+	case wire.OpCreate, wire.OpCreate2, wire.OpCreateContainer:
+		c := op.Create
+		a := createArgs{path: c.Path, data: c.Data, acl: c.ACL, flags: c.Flags, ttl: -1}
+		code := op.Op
+		// ZooKeeper rebuilds a multi's create from its flags (Op.create), so inside a
+		// multi a plain create with the container flag becomes createContainer, and a
+		// createContainer without it a plain create.
+		switch {
+		case c.Flags == wire.FlagContainer:
+			code, r.Op = wire.OpCreateContainer, wire.OpCreateContainer
+		case code == wire.OpCreateContainer:
+			code, r.Op = wire.OpCreate, wire.OpCreate
+		}
+		r.Path, r.Stat, err = t.createAs(role, code, &a, session, auth)
+	case wire.OpCreateTTL:
+		c := op.CreateTTL
+		a := createArgs{path: c.Path, data: c.Data, acl: c.ACL, flags: c.Flags, ttl: c.TTL}
+		code := op.Op
+		if c.Flags != wire.FlagPersistentWithTTL && c.Flags != wire.FlagPersistentSequentialWithTTL {
+			// ZooKeeper's Op.create(path, data, acl, flags, ttl) builds a createTTL with
+			// a mode that is not a TTL mode as a plain create of that mode, dropping the
+			// TTL: a container for the container flag, else a create (whose unknown
+			// flags then fail with BADARGUMENTS).
+			a.ttl = -1
+			code = wire.OpCreate
+			if a.flags == wire.FlagContainer {
+				code = wire.OpCreateContainer
+			}
+			r.Op = code
+		}
+		r.Path, r.Stat, err = t.createAs(role, code, &a, session, auth)
+	case wire.OpDelete:
+		err = t.deleteAs(role, op.Delete.Path, op.Delete.Version, auth)
+	case wire.OpSetData:
+		r.Stat, err = t.setData(op.SetData.Path, op.SetData.Data, op.SetData.Version, auth)
+	case wire.OpCheck:
+		err = t.check(op.Check.Path, op.Check.Version, auth)
+	default:
+		err = wire.ErrMarshallingError // not reachable: rejected before
+	}
+	return err
+}
+
+// finalMultiResults turns raw success results into what a successful multi reports; zero
+// entries (ops of other shards in a transaction) stay zero.
+func finalMultiResults(results []wire.MultiResult) {
+	for i := range results {
+		switch results[i].Op {
+		case wire.OpCreateContainer, wire.OpCreateTTL:
+			results[i].Op = wire.OpCreate2
+		case wire.OpCreate2:
+			// ZooKeeper 3.8.0 (Debian's package, our reference) reports create2 inside a
+			// multi as a plain create without stat; 3.8.3+ (ZOOKEEPER-4026) reports type 15.
+			results[i].Op = wire.OpCreate
+			results[i].Stat = wire.Stat{}
+		}
+	}
 }
 
 // multiWritable reports whether every op of req may appear in a write multi (the wire decoder

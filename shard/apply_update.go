@@ -17,7 +17,7 @@ func (t *txn) setData(path string, data []byte, version int32, auth []wire.ID) (
 	if n == nil {
 		return wire.Stat{}, wire.ErrNoNode
 	}
-	if !acl.Check(n.aclSlice(), wire.PermWrite, auth) {
+	if !t.permitted(n, wire.PermWrite, auth) {
 		return wire.Stat{}, wire.ErrNoAuth
 	}
 	if !versionMatches(n.version, version) {
@@ -48,7 +48,7 @@ func (t *txn) setACL(path string, acls []wire.ACL, version int32, auth []wire.ID
 	if n == nil {
 		return wire.Stat{}, wire.ErrNoNode
 	}
-	if !acl.Check(n.aclSlice(), wire.PermAdmin, auth) {
+	if !t.permitted(n, wire.PermAdmin, auth) {
 		return wire.Stat{}, wire.ErrNoAuth
 	}
 	if !versionMatches(n.aversion, version) {
@@ -71,7 +71,7 @@ func (t *txn) check(path string, version int32, auth []wire.ID) wire.Err {
 	if n == nil {
 		return wire.ErrNoNode
 	}
-	if !acl.Check(n.aclSlice(), wire.PermRead, auth) {
+	if !t.permitted(n, wire.PermRead, auth) {
 		return wire.ErrNoAuth
 	}
 	if !versionMatches(n.version, version) {

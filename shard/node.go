@@ -60,6 +60,9 @@ type node struct {
 	numChildren int32
 	data        []byte // nil (null) and empty are distinct
 	acl         *aclList
+	// stub marks the parent side's entry for a top-level node that lives on another shard
+	// (see doc.go, "Stubs"): it counts as a child of "/" but is no node of this shard.
+	stub bool
 }
 
 func nodeLess(a, b *node) bool { return a.key < b.key }

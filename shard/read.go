@@ -18,7 +18,8 @@ import (
 //	getChildren2 (12)         NONODE, READ
 //	getAllChildrenNumber (104) NONODE, READ
 //
-// Watch registration is not the shard's business. getEphemerals needs the session: use
+// A stub (see doc.go, "Stubs") reads as NONODE at its own path and is listed among its
+// parent's children. Watch registration is not the shard's business. getEphemerals needs the session: use
 // GetEphemerals. Any other opcode (or a request record of the wrong type) is BADARGUMENTS.
 func (v *View) Read(code wire.OpCode, req wire.Record, ids []wire.ID) (wire.Err, wire.Record) {
 	switch code {
@@ -36,7 +37,7 @@ func (v *View) Read(code wire.OpCode, req wire.Record, ids []wire.ID) (wire.Err,
 		if !ok {
 			return wire.ErrNoNode, nil
 		}
-		n := v.tree.get(key)
+		n := v.node(key)
 		if n == nil {
 			return wire.ErrNoNode, nil
 		}
@@ -90,13 +91,13 @@ func (v *View) Read(code wire.OpCode, req wire.Record, ids []wire.ID) (wire.Err,
 	return wire.ErrBadArguments, nil
 }
 
-// readable looks up path and checks perm: NONODE first, then NOAUTH.
+// readable looks up path and checks perm: NONODE first (also for a stub), then NOAUTH.
 func (v *View) readable(path string, perm int32, ids []wire.ID) (*node, wire.Err) {
 	key, ok := keyOf(path)
 	if !ok {
 		return nil, wire.ErrNoNode
 	}
-	n := v.tree.get(key)
+	n := v.node(key)
 	if n == nil {
 		return nil, wire.ErrNoNode
 	}

@@ -11,13 +11,21 @@ import (
 // Encodings of the state's parts, shared by the pebble store, snapshots and the determinism
 // tests. Node value:
 //
-//	u8 version (1) | varint czxid, mzxid, pzxid, ctime, mtime, owner | varint version, cversion,
-//	aversion, numChildren | bytes data (nil-preserving) | uvarint len(acl) | (varint perms,
-//	str scheme, str id)...
-const nodeCodecVersion = 1
+//	u8 version (2) | u8 flags (bit 0: stub) | varint czxid, mzxid, pzxid, ctime, mtime, owner
+//	| varint version, cversion, aversion, numChildren | bytes data (nil-preserving)
+//	| uvarint len(acl) | (varint perms, str scheme, str id)...
+//
+// Version 1 had no flags byte; it still decodes (a store written before stubs existed).
+const nodeCodecVersion = 2
+
+const nodeFlagStub = 1
 
 func appendNode(dst []byte, n *node) []byte {
-	dst = append(dst, nodeCodecVersion)
+	var flags byte
+	if n.stub {
+		flags |= nodeFlagStub
+	}
+	dst = append(dst, nodeCodecVersion, flags)
 	for _, v := range [...]int64{n.czxid, n.mzxid, n.pzxid, n.ctime, n.mtime, n.owner,
 		int64(n.version), int64(n.cversion), int64(n.aversion), int64(n.numChildren)} {
 		dst = binary.AppendVarint(dst, v)
@@ -36,10 +44,18 @@ func appendNode(dst []byte, n *node) []byte {
 // decodeNode decodes a node value; data is copied.
 func decodeNode(key string, val []byte) (*node, error) {
 	r := reader{buf: val}
-	if v := r.byte(); v != nodeCodecVersion {
+	v := r.byte()
+	if v != nodeCodecVersion && v != 1 {
 		return nil, fmt.Errorf("%w: node %q version %d", ErrCorruptStore, pathOf(key), v)
 	}
 	n := &node{key: key}
+	if v >= 2 {
+		flags := r.byte()
+		if flags&^nodeFlagStub != 0 {
+			r.fail("node flags")
+		}
+		n.stub = flags&nodeFlagStub != 0
+	}
 	n.czxid, n.mzxid, n.pzxid = r.varint(), r.varint(), r.varint()
 	n.ctime, n.mtime, n.owner = r.varint(), r.varint(), r.varint()
 	n.version, n.cversion, n.aversion, n.numChildren = r.int32(), r.int32(), r.int32(), r.int32()

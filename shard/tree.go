@@ -15,6 +15,7 @@ const btreeDegree = 32
 type ephemEntry struct {
 	owner int64
 	path  string
+	stub  bool // not part of the order: the entry of an ephemeral stub
 }
 
 func ephemLess(a, b ephemEntry) bool {
@@ -32,6 +33,8 @@ type tree struct {
 	ephem *btree.BTreeG[ephemEntry]
 	// expiring holds the keys of container and TTL nodes (rebuilt from nodes on load).
 	expiring *btree.BTreeG[string]
+	// stubs is the number of stubs in nodes.
+	stubs int
 }
 
 func newTree() tree {
@@ -43,7 +46,7 @@ func newTree() tree {
 }
 
 func (t *tree) clone() tree {
-	return tree{nodes: t.nodes.Clone(), ephem: t.ephem.Clone(), expiring: t.expiring.Clone()}
+	return tree{nodes: t.nodes.Clone(), ephem: t.ephem.Clone(), expiring: t.expiring.Clone(), stubs: t.stubs}
 }
 
 func (t *tree) get(key string) *node {
@@ -65,10 +68,14 @@ func (t *tree) remove(key string) {
 }
 
 func (t *tree) index(n *node) {
+	if n.stub {
+		t.stubs++
+	}
 	switch kindOf(n.owner) {
 	case kindEphemeral:
-		t.ephem.ReplaceOrInsert(ephemEntry{owner: n.owner, path: pathOf(n.key)})
+		t.ephem.ReplaceOrInsert(ephemEntry{owner: n.owner, path: pathOf(n.key), stub: n.stub})
 	case kindContainer, kindTTL:
+		// a stub's owner is 0 or a session: stubs never expire here
 		t.expiring.ReplaceOrInsert(n.key)
 	}
 }
@@ -76,6 +83,9 @@ func (t *tree) index(n *node) {
 func (t *tree) unindex(n *node) {
 	if n == nil {
 		return
+	}
+	if n.stub {
+		t.stubs--
 	}
 	switch kindOf(n.owner) {
 	case kindEphemeral:
@@ -105,28 +115,33 @@ func (t *tree) children(key string) []string {
 	}
 }
 
-// countDescendants returns the number of strict descendants of key.
+// countDescendants returns the number of strict descendants of key, stubs not counted.
 func (t *tree) countDescendants(key string) int {
 	if key == "" {
-		return t.nodes.Len() - 1
+		return t.nodes.Len() - 1 - t.stubs
 	}
 	lo, hi := subtreeRange(key)
-	n := 0
-	t.nodes.AscendRange(&node{key: lo}, &node{key: hi}, func(*node) bool {
-		n++
+	c := 0
+	t.nodes.AscendRange(&node{key: lo}, &node{key: hi}, func(n *node) bool {
+		if !n.stub {
+			c++
+		}
 		return true
 	})
-	return n
+	return c
 }
 
-// ephemerals returns the paths of session's ephemeral nodes that start with prefix, in order.
-func (t *tree) ephemerals(session int64, prefix string) []string {
+// ephemerals returns the paths of session's ephemeral nodes that start with prefix, in order,
+// with the session's ephemeral stubs if withStubs.
+func (t *tree) ephemerals(session int64, prefix string, withStubs bool) []string {
 	out := []string{}
 	t.ephem.AscendGreaterOrEqual(ephemEntry{owner: session, path: prefix}, func(e ephemEntry) bool {
 		if e.owner != session || !strings.HasPrefix(e.path, prefix) {
 			return false
 		}
-		out = append(out, e.path)
+		if withStubs || !e.stub {
+			out = append(out, e.path)
+		}
 		return true
 	})
 	return out

@@ -1,6 +1,9 @@
 package shard
 
-import "github.com/corral/corral/wire"
+import (
+	"github.com/corral/corral/acl"
+	"github.com/corral/corral/wire"
+)
 
 // txn is one write op (or one whole multi) being applied: changes are staged in an overlay over
 // the tree, so later ops of a multi see the effects of earlier ones, and a failing op discards
@@ -10,6 +13,7 @@ type txn struct {
 	s       *State
 	zxid    int64
 	time    int64
+	noACL   bool             // an internal transaction: permission checks pass (Fixup still runs)
 	changes map[string]*node // nil: deleted
 	order   []string
 	events  []Event
@@ -23,6 +27,7 @@ func (t *txn) begin(zxid, time int64) {
 	t.order = t.order[:0]
 	t.events = t.events[:0]
 	t.zxid, t.time = zxid, time
+	t.noACL = false
 }
 
 func (t *txn) get(key string) *node {
@@ -32,13 +37,28 @@ func (t *txn) get(key string) *node {
 	return t.s.tree.get(key)
 }
 
-// lookup returns the node at path, or nil.
+// visible returns the node at key, or nil if there is none or it is a stub: a stub stands for a
+// node of another shard and is no node of this one (only NODEEXISTS and the parent side of a
+// transaction see it).
+func (t *txn) visible(key string) *node {
+	if n := t.get(key); n != nil && !n.stub {
+		return n
+	}
+	return nil
+}
+
+// lookup returns the (non-stub) node at path, or nil.
 func (t *txn) lookup(path string) (*node, string) {
 	key, ok := keyOf(path)
 	if !ok {
 		return nil, ""
 	}
-	return t.get(key), key
+	return t.visible(key), key
+}
+
+// permitted is acl.Check on n's ACL, or true in an internal transaction.
+func (t *txn) permitted(n *node, perm int32, auth []wire.ID) bool {
+	return t.noACL || acl.Check(n.aclSlice(), perm, auth)
 }
 
 func (t *txn) stage(key string, n *node) {
@@ -79,7 +99,8 @@ func (t *txn) commit(out []Event) []Event {
 // removeNode deletes the node n at (key, path) whose parent is parentPath (as splitParent
 // returns it): the parent loses a child and takes the zxid as pzxid if it is larger (DataTree
 // .deleteNode); its stored cversion, mzxid and mtime are untouched. Events: NodeDeleted on the
-// path, then NodeChildrenChanged on the parent.
+// path (not for a stub: the node's own shard reports it), then NodeChildrenChanged on the
+// parent.
 func (t *txn) removeNode(key, path string, n *node, parentPath string) {
 	pkey, _ := parentKey(parentPath)
 	if p := t.get(pkey); p != nil {
@@ -90,7 +111,9 @@ func (t *txn) removeNode(key, path string, n *node, parentPath string) {
 		}
 		t.put(p)
 		t.del(key)
-		t.event(wire.EventNodeDeleted, path, n.acl)
+		if !n.stub {
+			t.event(wire.EventNodeDeleted, path, n.acl)
+		}
 		t.event(wire.EventNodeChildrenChanged, displayParent(parentPath), p.acl)
 		return
 	}

@@ -39,16 +39,24 @@ func (v *View) ShardID() uint64 { return v.shardID }
 // write with a zxid up to it and none after it.
 func (v *View) Zxid() int64 { return v.zxid }
 
-// Len returns the number of nodes in the view.
-func (v *View) Len() int { return v.tree.nodes.Len() }
+// Len returns the number of nodes in the view (stubs not counted: see doc.go, "Stubs").
+func (v *View) Len() int { return v.tree.nodes.Len() - v.tree.stubs }
 
-// Get returns the node at path.
+// node returns the node at key, or nil if there is none or it is a stub.
+func (v *View) node(key string) *node {
+	if n := v.tree.get(key); n != nil && !n.stub {
+		return n
+	}
+	return nil
+}
+
+// Get returns the node at path. A stub is not a node: Get reports it absent.
 func (v *View) Get(path string) (NodeInfo, bool) {
 	key, ok := keyOf(path)
 	if !ok {
 		return NodeInfo{}, false
 	}
-	n := v.tree.get(key)
+	n := v.node(key)
 	if n == nil {
 		return NodeInfo{}, false
 	}
@@ -56,20 +64,22 @@ func (v *View) Get(path string) (NodeInfo, bool) {
 }
 
 // Children returns the names of the children of path in byte order (nil if path does not
-// exist). ZooKeeper's order is undefined; clients sort.
+// exist), stubs included: the children of "/" on the root shard are all top-level znodes,
+// wherever they live. ZooKeeper's order is undefined; clients sort.
 func (v *View) Children(path string) []string {
 	key, ok := keyOf(path)
-	if !ok || v.tree.get(key) == nil {
+	if !ok || v.node(key) == nil {
 		return nil
 	}
 	return v.tree.children(key)
 }
 
 // CountDescendants returns the number of nodes strictly below path in this shard (0 if path
-// does not exist). For "/" it is every node but the root, as getAllChildrenNumber reports.
+// does not exist), stubs not counted. For "/" it is every node of the shard but the root, as
+// getAllChildrenNumber reports.
 func (v *View) CountDescendants(path string) int {
 	key, ok := keyOf(path)
-	if !ok || v.tree.get(key) == nil {
+	if !ok || v.node(key) == nil {
 		return 0
 	}
 	return v.tree.countDescendants(key)
@@ -77,22 +87,23 @@ func (v *View) CountDescendants(path string) int {
 
 // Ephemerals returns the paths of session's ephemeral nodes in this shard that start with prefix
 // (a plain string prefix), in byte order, as getEphemerals: a prefix that is empty or "/" after
-// Java's trim selects all of them.
+// Java's trim selects all of them. Ephemeral stubs are not listed (the node's own shard lists
+// the node), so the lists of different shards never overlap.
 func (v *View) Ephemerals(session int64, prefix string) []string {
 	if allEphemerals(prefix) {
 		prefix = ""
 	}
-	return v.tree.ephemerals(session, prefix)
+	return v.tree.ephemerals(session, prefix, false)
 }
 
 // Walk calls fn for each node of the subtree rooted at path (path itself first), in key order,
-// until fn returns false.
+// until fn returns false. Stubs are skipped.
 func (v *View) Walk(path string, fn func(path string, n NodeInfo) bool) {
 	key, ok := keyOf(path)
 	if !ok {
 		return
 	}
-	n := v.tree.get(key)
+	n := v.node(key)
 	if n == nil || !fn(path, NodeInfo{n}) {
 		return
 	}
@@ -101,7 +112,7 @@ func (v *View) Walk(path string, fn func(path string, n NodeInfo) bool) {
 		lo, hi = "\x01", "\x02"
 	}
 	v.tree.nodes.AscendRange(&node{key: lo}, &node{key: hi}, func(n *node) bool {
-		return fn(pathOf(n.key), NodeInfo{n})
+		return n.stub || fn(pathOf(n.key), NodeInfo{n})
 	})
 }
 
@@ -109,7 +120,8 @@ func (v *View) Walk(path string, fn func(path string, n NodeInfo) bool) {
 // time now (Unix ms), as ZooKeeper's ContainerManager.getCandidates: containers without
 // children that have had at least one (stored cversion > 0), and TTL nodes without children
 // whose mtime + ttl < now. Never-used containers are not candidates
-// (znode.container.maxNeverUsedIntervalMs = 0, ZooKeeper's default).
+// (znode.container.maxNeverUsedIntervalMs = 0, ZooKeeper's default). Stubs never are (their
+// owner is 0 or a session).
 func (v *View) ExpiryCandidates(now int64, max int) []string {
 	var out []string
 	if max <= 0 {
