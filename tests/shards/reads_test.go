@@ -1,0 +1,139 @@
+package shardstest
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/corral/corral/internal/testcluster"
+)
+
+// TestReadsNeverGoBackAcrossShards: a session that moves to another server reads no older state
+// on any shard than it had seen (here: its own writes on every shard), and sync followed by a
+// read is linearizable on every shard: a write acknowledged on one server is seen on another by
+// a session that syncs the path first.
+//
+// The session is a go-zookeeper session behind a TCP proxy; the test moves it by pointing the
+// proxy at server 2 and cutting the connection, and go-zookeeper reconnects with the same
+// session and its lastZxidSeen (no closeSession is sent).
+//
+// How a broken implementation fails: server 2 applies every shard 300 ms late (SetApplyLag), so
+// right after the writes its replicas do not have them yet (the test logs whether that was so).
+// A server that accepted the moved session and served its reads from those replicas without
+// catching up to the session's zxid — on each shard, not only on the shard that produced the
+// zxid — returns the old values; a sync that did not wait for the path's shard to catch up
+// returns the old value to the second reader.
+func TestReadsNeverGoBackAcrossShards(t *testing.T) {
+	c := startCluster(t)
+	addrs := c.Addrs()
+	ns := nonRoot()
+	names := namesOn(t, c, "rb", rootShard, ns[0], ns[1], ns[2])
+	paths := make([]string, len(names))
+	admin := connectZK(t, addrs[0])
+	for i, n := range names {
+		mustCreate(t, admin, "/"+n, "")
+		paths[i] = "/" + n + "/x"
+		mustCreate(t, admin, paths[i], "0")
+	}
+	// A second reader on server 2, connected and up to date before the writes.
+	r2 := connectZK(t, addrs[1])
+	syncAll(t, r2, paths...)
+	for _, p := range paths {
+		if v, _, err := readInt(r2, p); err != nil || v != 0 {
+			t.Fatalf("server 2 before the writes: %s = %d %v", p, v, err)
+		}
+	}
+	for _, id := range dataShards {
+		setLag(t, c, 1, id, 300*time.Millisecond)
+	}
+
+	// --- a session writes on every shard through server 1, then moves to server 2 ---
+	p := newProxy(t, addrs[0])
+	s, ev := connectZKEvents(t, p.Addr(), 10*time.Second)
+	sid := s.SessionID()
+	mz := make([]int64, len(paths))
+	for i, path := range paths {
+		st, err := s.Set(path, []byte("1"), -1)
+		must(t, err, "set %s", path)
+		mz[i] = st.Mzxid
+	}
+	logLag(t, c, 1, paths, mz)
+	p.SetTarget(addrs[1])
+	p.Kill()
+	waitSession(t, ev, 15*time.Second)
+	if s.SessionID() != sid {
+		t.Fatalf("session changed while moving: %#x -> %#x", sid, s.SessionID())
+	}
+	for i, path := range paths {
+		v, st, err := readInt(s, path)
+		if err != nil || v != 1 || st.Mzxid != mz[i] {
+			t.Fatalf("after moving to server 2 (shard %d): %s = %d (mzxid %#x) %v; the session had written 1 (mzxid %#x)",
+				dataShards[i], path, v, mzxidOf(st), err, mz[i])
+		}
+	}
+	if kids := children(t, s, "/"); !containsAll(kids, names) {
+		t.Fatalf("after moving: getChildren(/) = %v, want %v among them", kids, names)
+	}
+	// Its own writes on the lagging server, then reads on every shard.
+	for i, path := range paths {
+		st, err := s.Set(path, []byte("2"), -1)
+		must(t, err, "set %s on server 2", path)
+		mz[i] = st.Mzxid
+		for j, q := range paths[:i+1] {
+			if v, _, err := readInt(s, q); err != nil || v != 2 {
+				t.Fatalf("on server 2, after writing %s: %s (shard %d) = %d %v, want 2", path, q, dataShards[j], v, err)
+			}
+		}
+	}
+
+	// --- sync then read: a write acknowledged on server 1 is seen on server 2 after sync ---
+	w := connectZK(t, addrs[0])
+	for i, path := range paths {
+		st, err := w.Set(path, []byte("3"), -1)
+		must(t, err, "set %s on server 1", path)
+		mz[i] = st.Mzxid
+	}
+	logLag(t, c, 1, paths, mz)
+	for i, path := range paths {
+		if _, err := r2.Sync(path); err != nil {
+			t.Fatalf("sync %s: %v", path, err)
+		}
+		v, st, err := readInt(r2, path)
+		if err != nil || v != 3 {
+			t.Fatalf("server 2, sync then read of %s (shard %d) = %d (mzxid %#x) %v; the write of 3 (mzxid %#x) was acknowledged before the sync",
+				path, dataShards[i], v, mzxidOf(st), err, mz[i])
+		}
+	}
+}
+
+// logLag logs how many of the writes (paths[i] at mzxid mz[i]) server srv's replicas had not
+// applied yet: the lag that makes a test meaningful.
+func logLag(t *testing.T, c *testcluster.Cluster, srv int, paths []string, mz []int64) {
+	t.Helper()
+	behind := 0
+	for i, p := range paths {
+		id := c.Server(srv).Router().Lookup(p).ID
+		if viewZxid(c, srv, id) < mz[i] {
+			behind++
+		}
+	}
+	t.Logf("server %d had not applied %d of the %d writes yet when they were acknowledged", srv+1, behind, len(paths))
+}
+
+func mzxidOf(st *zk.Stat) int64 {
+	if st == nil {
+		return 0
+	}
+	return st.Mzxid
+}
+
+func containsAll(have, want []string) bool {
+	for _, w := range want {
+		if !slices.Contains(have, w) {
+			return false
+		}
+	}
+	return true
+}
