@@ -7,12 +7,18 @@ import (
 // Apply applies one batch and returns its result and the watch events it produced, in order.
 // It is a pure function of (state, batch): no clock, no randomness, no dependence on map order.
 //
-// A batch from an unknown proposer must have Seq 1; a known proposer's batch must have Seq
-// last+1. A batch with an older Seq is a duplicate (BatchDuplicate with the cached results, or
+// While the shard holds a prepared transaction, every batch but a control batch is
+// BatchBlocked and changes nothing at all (not even the proposer table). Otherwise a batch from
+// an unknown proposer must have Seq 1; a known proposer's batch must have Seq last+1. A batch
+// with an older Seq is a duplicate (BatchDuplicate with the cached results, or
 // BatchDuplicateUnknown once they are evicted); any other Seq is BatchOutOfOrder. Only
-// BatchApplied changes the tree or consumes zxids. Every batch, whatever its status, lets the
-// shard forget proposers idle for more than 24 h and tombstones older than 24 h (batch time).
+// BatchApplied changes the tree or consumes zxids. Every batch that is not blocked, whatever
+// its status, lets the shard forget proposers idle for more than 24 h, and tombstones and
+// transaction decisions older than 24 h (batch time).
 func (s *State) Apply(b *Batch) (BatchResult, []Event) {
+	if s.prepared != nil && !b.Control {
+		return BatchResult{Status: BatchBlocked}, nil
+	}
 	status, p := s.admit(b.Proposer, b.Seq)
 	var res BatchResult
 	var events []Event
@@ -21,6 +27,10 @@ func (s *State) Apply(b *Batch) (BatchResult, []Event) {
 		results := make([]OpResult, len(b.Ops))
 		for i := range b.Ops {
 			op := &b.Ops[i]
+			if b.Control || isTxnOp(op.Code) {
+				results[i] = s.applyControlOp(b, op, &events)
+				continue
+			}
 			zxid := nextZxid(s.lastZxid, s.cfg.Tag, b.Time, op.MinZxid)
 			s.lastZxid = zxid
 			results[i] = s.applyOp(op, zxid, b.Time, &events)
@@ -35,6 +45,7 @@ func (s *State) Apply(b *Batch) (BatchResult, []Event) {
 	}
 	s.forgetIdle(b.Proposer, b.Time)
 	s.expireTombstones(b.Time)
+	s.expireDecisions(b.Time)
 	return res, events
 }
 

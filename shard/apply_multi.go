@@ -104,7 +104,9 @@ func (t *txn) multiOp(op *wire.MultiOp, role TxnRole, r *wire.MultiResult, sessi
 }
 
 // finalMultiResults turns raw success results into what a successful multi reports; zero
-// entries (ops of other shards in a transaction) stay zero.
+// entries (ops of other shards in a transaction) stay zero. A create reported as a plain create
+// keeps its stat, which the wire encoding of a type 1 result omits: a transaction's coordinator
+// needs it to answer a top-level create2 that it ran as a transaction.
 func finalMultiResults(results []wire.MultiResult) {
 	for i := range results {
 		switch results[i].Op {
@@ -114,7 +116,6 @@ func finalMultiResults(results []wire.MultiResult) {
 			// ZooKeeper 3.8.0 (Debian's package, our reference) reports create2 inside a
 			// multi as a plain create without stat; 3.8.3+ (ZOOKEEPER-4026) reports type 15.
 			results[i].Op = wire.OpCreate
-			results[i].Stat = wire.Stat{}
 		}
 	}
 }

@@ -21,7 +21,8 @@ type StateConfig struct {
 }
 
 // State is the replicated state of one shard: the znode tree with its indexes, the last assigned
-// zxid, the proposer table (exactly-once, FIFO batches) and the closed-session tombstones.
+// zxid, the proposer table (exactly-once, FIFO batches), the closed-session tombstones, and the
+// cross-shard transaction state (the prepared transaction, the recorded decisions).
 //
 // State is not safe for concurrent use: one goroutine (dragonboat's apply loop) calls Apply;
 // readers use Views, which are immutable.
@@ -31,6 +32,8 @@ type State struct {
 	lastZxid   int64
 	proposers  map[uint64]*proposer
 	tombstones tombstones
+	prepared   *preparedTxn // nil, or the one transaction held prepared
+	decisions  decisions
 
 	// scratch reused by Apply
 	tx  txn
@@ -44,7 +47,7 @@ type State struct {
 // NewState returns the initial state of a shard: the ZooKeeper 3.8 initial tree when
 // cfg.OwnsRoot, an empty tree otherwise.
 func NewState(cfg StateConfig) *State {
-	s := &State{cfg: cfg, proposers: make(map[uint64]*proposer), tombstones: newTombstones()}
+	s := &State{cfg: cfg, proposers: make(map[uint64]*proposer), tombstones: newTombstones(), decisions: newDecisions()}
 	if cfg.OwnsRoot {
 		s.tree = initialTree()
 	} else {
@@ -64,7 +67,11 @@ func (s *State) Config() StateConfig { return s.cfg }
 // View returns an immutable snapshot of the current state for lock-free reads. It costs three
 // O(1) btree clones; the live tree then copies shared btree nodes on its next writes.
 func (s *State) View(shardID uint64) *View {
-	return &View{shardID: shardID, zxid: s.lastZxid, tree: s.tree.clone()}
+	v := &View{shardID: shardID, zxid: s.lastZxid, tree: s.tree.clone()}
+	if s.prepared != nil {
+		v.prepared = s.prepared.info()
+	}
+	return v
 }
 
 // dirtySet records what Apply changed since the last store flush.
@@ -74,6 +81,8 @@ type dirtySet struct {
 	results    []resultKey         // cached batch results written
 	dropped    []resultKey         // cached batch results evicted
 	tombstones map[int64]struct{}  // tombstones added or expired
+	prepared   bool                // the prepared transaction was set or cleared
+	decisions  map[uint64]struct{} // transaction decisions recorded or expired
 }
 
 type resultKey struct {
@@ -87,8 +96,11 @@ func (d *dirtySet) reset() {
 	d.results = d.results[:0]
 	d.dropped = d.dropped[:0]
 	d.tombstones = make(map[int64]struct{})
+	d.prepared = false
+	d.decisions = make(map[uint64]struct{})
 }
 
 func (d *dirtySet) empty() bool {
-	return len(d.nodes) == 0 && len(d.proposers) == 0 && len(d.results) == 0 && len(d.dropped) == 0 && len(d.tombstones) == 0
+	return len(d.nodes) == 0 && len(d.proposers) == 0 && len(d.results) == 0 && len(d.dropped) == 0 &&
+		len(d.tombstones) == 0 && !d.prepared && len(d.decisions) == 0
 }

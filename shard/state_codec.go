@@ -113,8 +113,8 @@ func decodeResults(val []byte) ([]OpResult, error) {
 }
 
 // AppendCanonical appends a canonical encoding of the whole state: the config, the last zxid,
-// every node in key order, the proposer table (with cached results) by proposer id and the
-// tombstones by session. Two states are equal iff their encodings are; replicas that applied the
+// every node in key order, the proposer table (with cached results) by proposer id, the
+// tombstones by session, the prepared transaction and the transaction decisions by id. Two states are equal iff their encodings are; replicas that applied the
 // same batches produce identical bytes.
 func (s *State) AppendCanonical(dst []byte) []byte {
 	dst = append(dst, s.cfg.Tag)
@@ -153,5 +153,5 @@ func (s *State) AppendCanonical(dst []byte) []byte {
 		dst = binary.AppendVarint(dst, id)
 		dst = binary.AppendVarint(dst, s.tombstones.bySession[id])
 	}
-	return dst
+	return s.appendTxnCanonical(dst)
 }

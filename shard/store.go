@@ -18,14 +18,17 @@ import (
 //	"p" + proposer (8 BE)         proposer header (appendProposer)
 //	"r" + proposer (8 BE) + seq (8 BE)   cached results of one batch (appendResults)
 //	"t" + session (8 BE)          tombstone: varint close time
+//	"mx"                          the prepared transaction (appendPrepared); absent when none
+//	"d" + txn id (8 BE)           decision of a transaction (appendDecision)
 //
-// Every Update writes the nodes it changed, the proposer table changes, the tombstones, "ma"
-// and "mz" in one pebble batch, so the applied index is always persisted atomically with the
+// Every Update writes the nodes it changed, the proposer table changes, the tombstones, the
+// transaction state, "ma" and "mz" in one pebble batch, so the applied index is always persisted atomically with the
 // state it describes.
 var (
 	keyConfig  = []byte("mc")
 	keyApplied = []byte("ma")
 	keyZxid    = []byte("mz")
+	keyTxn     = []byte("mx")
 )
 
 const (
@@ -33,7 +36,12 @@ const (
 	prefixProposer  = 'p'
 	prefixResult    = 'r'
 	prefixTombstone = 't'
+	prefixDecision  = 'd'
 )
+
+func decisionKeyBytes(id uint64) []byte {
+	return binary.BigEndian.AppendUint64([]byte{prefixDecision}, id)
+}
 
 func nodeKeyBytes(dst []byte, key string) []byte {
 	return append(append(dst, prefixNode), key...)
@@ -165,6 +173,20 @@ func writeChanges(b *pebble.Batch, s *State, applied uint64) {
 			_ = b.Delete(tombKeyBytes(session), nil)
 		}
 	}
+	if s.dirty.prepared {
+		if s.prepared != nil {
+			_ = b.Set(keyTxn, appendPrepared(nil, s.prepared), nil)
+		} else {
+			_ = b.Delete(keyTxn, nil)
+		}
+	}
+	for id := range s.dirty.decisions {
+		if d, ok := s.decisions.byID[id]; ok {
+			_ = b.Set(decisionKeyBytes(id), appendDecision(nil, d), nil)
+		} else {
+			_ = b.Delete(decisionKeyBytes(id), nil)
+		}
+	}
 	_ = b.Set(keyApplied, binary.BigEndian.AppendUint64(nil, applied), nil)
 	_ = b.Set(keyZxid, binary.BigEndian.AppendUint64(nil, uint64(s.lastZxid)), nil)
 	s.dirty.reset()
@@ -203,9 +225,26 @@ func loadState(db *pebble.DB, cfg StateConfig) (s *State, applied uint64, found 
 		return nil, 0, false, fmt.Errorf("%w: zxid missing (%v)", ErrCorruptStore, err)
 	}
 	s.lastZxid = int64(binary.BigEndian.Uint64(zv))
+	if tv, ok, err := getValue(db, keyTxn); err != nil {
+		return nil, 0, false, err
+	} else if ok {
+		if s.prepared, err = decodePrepared(tv); err != nil {
+			return nil, 0, false, err
+		}
+	}
 
 	it := db.NewIter(nil)
 	defer it.Close()
+	for ok := it.SeekGE([]byte{prefixDecision}); ok && it.Key()[0] == prefixDecision; ok = it.Next() {
+		if len(it.Key()) != 9 {
+			return nil, 0, false, fmt.Errorf("%w: decision key %x", ErrCorruptStore, it.Key())
+		}
+		d, err := decodeDecision(it.Value())
+		if err != nil {
+			return nil, 0, false, err
+		}
+		s.decisions.add(binary.BigEndian.Uint64(it.Key()[1:]), d)
+	}
 	for ok := it.SeekGE([]byte{prefixNode}); ok && it.Key()[0] == prefixNode; ok = it.Next() {
 		n, err := decodeNode(string(it.Key()[1:]), it.Value())
 		if err != nil {

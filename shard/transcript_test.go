@@ -34,6 +34,17 @@ var rewrite = flag.Bool("rewrite", false, "rewrite the expected output of testda
 //	ephemerals SESSION [PREFIX] | expiry now=MS [max=N] | tree
 //	seedcversion PATH to=N   (test only: overwrite a stored cversion)
 //
+// Cross-shard transactions (xtxn.txt). Several named states may live side by side; client
+// writes go through proposer 1 and transaction ops through control proposer 2 of the current
+// state:
+//
+//	shard NAME [tag=N] [ownsroot=true|false]   switch to the named state (created on first use)
+//	prepare ID [anchor=N] [deadline=MS] [internal=true] [minzxid=N]
+//	  (then one op per line: ROLE create/delete/set/check ..., ROLE one of none full node parent)
+//	commit ID zxid=Z [time=MS] | abort ID | resolve ID   (Z: a number or z<counter>[.<tag>])
+//	rawctl code=N [body=HEX]    a raw op in a control batch
+//	prepared                    the view's prepared transaction
+//
 // ACL SPEC: comma-separated SCHEME:ID:PERMS (PERMS letters of "cdrwa" or a number; ID may contain
 // ':'), or open, read, creator, null. "digestpw:USER:PW:PERMS" is the digest id of USER:PW.
 // Zxids print as z<counter> (z<counter>.<tag> when the tag is not 0).
@@ -135,13 +146,20 @@ func runTranscript(t *testing.T, file string) {
 	}
 }
 
-// harness applies transcript commands to a State.
+// harness applies transcript commands to a State (the current one of several named states).
 type harness struct {
 	s       *State
-	seq     uint64
+	cur     *hshard
+	shards  map[string]*hshard
 	time    int64
 	session int64
 	auth    []wire.ID
+}
+
+// hshard is one named state with the sequence numbers of its two proposers.
+type hshard struct {
+	s           *State
+	seq, ctlSeq uint64
 }
 
 func newHarness() *harness {
@@ -151,9 +169,14 @@ func newHarness() *harness {
 }
 
 func (h *harness) reset(cfg StateConfig) {
-	h.s = NewState(cfg)
-	h.seq, h.time, h.session, h.auth = 0, 0, 0, nil
+	h.cur = &hshard{s: NewState(cfg)}
+	h.shards = map[string]*hshard{"": h.cur}
+	h.s = h.cur.s
+	h.time, h.session, h.auth = 0, 0, nil
 }
+
+var statusNames = map[BatchStatus]string{BatchApplied: "applied", BatchDuplicate: "duplicate",
+	BatchDuplicateUnknown: "duplicate-unknown", BatchOutOfOrder: "out-of-order", BatchBlocked: "blocked"}
 
 // args is a parsed command line.
 type args struct {
@@ -384,20 +407,33 @@ func subOp(a args) (wire.OpCode, wire.Record) {
 }
 
 func (h *harness) apply(op Op) []string {
-	h.seq++
+	return h.applyBatch(op, false)
+}
+
+// applyBatch applies op alone in a batch of the client proposer (1) or, if control, of the
+// control proposer (2).
+func (h *harness) applyBatch(op Op, control bool) []string {
+	seq, proposer := &h.cur.seq, uint64(1)
+	if control {
+		seq, proposer = &h.cur.ctlSeq, 2
+	}
+	*seq++
 	op.Auth = h.auth
 	if op.Session == 0 {
 		op.Session = h.session
 	}
 	// Exercise the codec on the way: the batch goes through its encoding, as in the Raft log.
-	b := Batch{Proposer: 1, Seq: h.seq, Time: h.time, Ops: []Op{op}}
+	b := Batch{Proposer: proposer, Seq: *seq, Time: h.time, Control: control, Ops: []Op{op}}
 	dec, err := DecodeBatch(b.AppendTo(nil))
 	if err != nil {
 		panic(err)
 	}
 	res, events := h.s.Apply(&dec)
 	if res.Status != BatchApplied || len(res.Results) != 1 {
-		return []string{fmt.Sprintf("batch status %d", res.Status)}
+		if res.Status == BatchBlocked {
+			*seq-- // not consumed: the proposer proposes it again
+		}
+		return []string{"batch " + statusNames[res.Status]}
 	}
 	r := res.Results[0]
 	out := []string{fmt.Sprintf("%s %s", fz(r.Zxid), r.Err.String())}
@@ -437,20 +473,110 @@ func formatBody(code wire.OpCode, r OpResult) []string {
 		}
 		var out []string
 		for _, mr := range resp.Results {
-			l := fmt.Sprintf("  result op=%d err=%s", mr.Op, mr.Err.String())
-			switch mr.Op {
-			case wire.OpCreate:
-				l += " path=" + mr.Path
-			case wire.OpCreate2:
-				l += " path=" + mr.Path + " " + formatStat(mr.Stat)
-			case wire.OpSetData:
-				l += " " + formatStat(mr.Stat)
-			}
-			out = append(out, l)
+			out = append(out, formatMultiResult(mr))
 		}
 		return out
+	case OpTxnPrepare, OpTxnCommit, OpTxnAbort, OpTxnResolve:
+		rep, err := DecodeTxnReply(r.Body)
+		if err != nil {
+			return []string{"bad txn reply: " + err.Error()}
+		}
+		return formatTxnReply(rep)
 	}
 	return []string{"body=" + hex.EncodeToString(r.Body)}
+}
+
+func formatMultiResult(mr wire.MultiResult) string {
+	l := fmt.Sprintf("  result op=%d err=%s", mr.Op, mr.Err.String())
+	switch mr.Op {
+	case wire.OpCreate:
+		l += " path=" + mr.Path
+	case wire.OpCreate2:
+		l += " path=" + mr.Path + " " + formatStat(mr.Stat)
+	case wire.OpSetData:
+		l += " " + formatStat(mr.Stat)
+	}
+	return l
+}
+
+var outcomeNames = map[TxnOutcome]string{TxnPrepared: "prepared", TxnFailed: "failed", TxnBusy: "busy",
+	TxnCommitted: "committed", TxnAborted: "aborted"}
+
+func formatTxnReply(rep TxnReply) []string {
+	l := outcomeNames[rep.Outcome]
+	switch rep.Outcome {
+	case TxnPrepared:
+		l += fmt.Sprintf(" floor=%d", rep.Floor)
+	case TxnFailed:
+		l += fmt.Sprintf(" index=%d err=%s", rep.FailIndex, rep.FailErr.String())
+	case TxnCommitted:
+		l += " zxid=" + fz(rep.Zxid)
+	}
+	out := []string{l}
+	if rep.Results != nil {
+		for i, mr := range rep.Results {
+			if mr.Op == 0 {
+				out = append(out, fmt.Sprintf("  result[%d] -", i))
+				continue
+			}
+			out = append(out, fmt.Sprintf("  result[%d]", i)+strings.TrimPrefix(formatMultiResult(mr), "  result"))
+		}
+	}
+	return out
+}
+
+// parseZxid parses a number or z<counter>[.<tag>].
+func parseZxid(v string) int64 {
+	if c, ok := strings.CutPrefix(v, "z"); ok {
+		c, tag, _ := strings.Cut(c, ".")
+		n, err1 := strconv.ParseInt(c, 10, 64)
+		t, err2 := strconv.ParseInt("0"+tag, 10, 64)
+		if err1 != nil || err2 != nil {
+			panic("bad zxid " + v)
+		}
+		return n<<8 | t
+	}
+	n, err := strconv.ParseInt(v, 0, 64)
+	if err != nil {
+		panic("bad zxid " + v)
+	}
+	return n
+}
+
+var roleNames = map[string]TxnRole{"none": RoleNone, "full": RoleFull, "node": RoleNode, "parent": RoleParent}
+
+// buildMulti builds a multi from sub-op lines, each led by a role word if withRoles.
+func buildMulti(lines []string, withRoles bool) (wire.MultiRequest, []TxnRole) {
+	var m wire.MultiRequest
+	var roles []TxnRole
+	for _, l := range lines {
+		if withRoles {
+			word, rest, _ := strings.Cut(strings.TrimSpace(l), " ")
+			role, ok := roleNames[word]
+			if !ok {
+				panic("unknown role " + word)
+			}
+			roles = append(roles, role)
+			l = rest
+		}
+		sa := parseArgs(l)
+		code, rec := subOp(sa)
+		op := wire.MultiOp{Op: code}
+		switch r := rec.(type) {
+		case *wire.CreateRequest:
+			op.Create = r
+		case *wire.CreateTTLRequest:
+			op.CreateTTL = r
+		case *wire.DeleteRequest:
+			op.Delete = r
+		case *wire.SetDataRequest:
+			op.SetData = r
+		case *wire.CheckVersionRequest:
+			op.Check = r
+		}
+		m.Ops = append(m.Ops, op)
+	}
+	return m, roles
 }
 
 func (h *harness) run(input []string) (out []string) {
@@ -513,26 +639,49 @@ func (h *harness) run(input []string) (out []string) {
 		body, _ := hex.DecodeString(a.opts["body"])
 		return h.apply(Op{Code: wire.OpCode(a.int("code", 0)), Body: body})
 	case "multi":
-		var m wire.MultiRequest
-		for _, l := range input[1:] {
-			sa := parseArgs(l)
-			code, rec := subOp(sa)
-			op := wire.MultiOp{Op: code}
-			switch r := rec.(type) {
-			case *wire.CreateRequest:
-				op.Create = r
-			case *wire.CreateTTLRequest:
-				op.CreateTTL = r
-			case *wire.DeleteRequest:
-				op.Delete = r
-			case *wire.SetDataRequest:
-				op.SetData = r
-			case *wire.CheckVersionRequest:
-				op.Check = r
-			}
-			m.Ops = append(m.Ops, op)
-		}
+		m, _ := buildMulti(input[1:], false)
 		return h.apply(Op{Code: wire.OpMulti, Body: encode(&m)})
+	case "shard":
+		name := a.path()
+		sh, ok := h.shards[name]
+		if !ok {
+			sh = &hshard{s: NewState(StateConfig{Tag: uint8(a.int("tag", 0)), OwnsRoot: a.opts["ownsroot"] != "false",
+				ExtendedTypes: true, Root: "/"})}
+			h.shards[name] = sh
+		}
+		h.cur, h.s = sh, sh.s
+		return nil
+	case "prepare":
+		m, roles := buildMulti(input[1:], true)
+		p := TxnPrepare{ID: uint64(a.int("id", 0)), Anchor: uint64(a.int("anchor", 0)), Deadline: a.int("deadline", 0),
+			Internal: a.opts["internal"] == "true", Multi: m, Roles: roles}
+		if id, err := strconv.ParseUint(a.path(), 0, 64); err == nil {
+			p.ID = id
+		}
+		op := Op{Code: OpTxnPrepare, Body: p.AppendTo(nil)}
+		if mz, ok := a.opts["minzxid"]; ok {
+			op.MinZxid = parseZxid(mz)
+		}
+		return h.applyBatch(op, true)
+	case "commit":
+		id, _ := strconv.ParseUint(a.path(), 0, 64)
+		c := TxnCommit{ID: id, Zxid: parseZxid(a.opts["zxid"]), Time: a.int("time", h.time)}
+		return h.applyBatch(Op{Code: OpTxnCommit, Body: c.AppendTo(nil)}, true)
+	case "abort":
+		id, _ := strconv.ParseUint(a.path(), 0, 64)
+		return h.applyBatch(Op{Code: OpTxnAbort, Body: (&TxnAbort{ID: id}).AppendTo(nil)}, true)
+	case "resolve":
+		id, _ := strconv.ParseUint(a.path(), 0, 64)
+		return h.applyBatch(Op{Code: OpTxnResolve, Body: (&TxnResolve{ID: id}).AppendTo(nil)}, true)
+	case "rawctl":
+		body, _ := hex.DecodeString(a.opts["body"])
+		return h.applyBatch(Op{Code: wire.OpCode(a.int("code", 0)), Body: body}, true)
+	case "prepared":
+		info, ok := v.Prepared()
+		if !ok {
+			return []string{"none"}
+		}
+		return []string{fmt.Sprintf("id=%d anchor=%d time=%d deadline=%d", info.ID, info.Anchor, info.PrepareTime, info.Deadline)}
 	case "stat", "exists":
 		resp, errOut := read(wire.OpExists, &wire.ExistsRequest{Path: a.path()})
 		if errOut != nil {

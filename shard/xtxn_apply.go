@@ -1,0 +1,329 @@
+package shard
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"slices"
+
+	"github.com/google/btree"
+
+	"github.com/corral/corral/wire"
+)
+
+// decisionTTL is how long (batch time, ms) a shard remembers the outcome of a transaction, as
+// tombstones: by then no coordinator or recovery step of it can still be in flight.
+const decisionTTL = 24 * 60 * 60 * 1000
+
+// preparedTxn is the transaction a shard holds prepared: the request and the session context of
+// its prepare op, which the commit re-evaluates.
+type preparedTxn struct {
+	body    []byte     // the encoded TxnPrepare (owned: prep aliases it)
+	prep    TxnPrepare // decoded from body
+	session int64
+	auth    []wire.ID
+	minZxid int64
+	time    int64 // batch time of the prepare
+}
+
+func (p *preparedTxn) info() *PreparedInfo {
+	return &PreparedInfo{ID: p.prep.ID, Anchor: p.prep.Anchor, PrepareTime: p.time, Deadline: p.prep.Deadline}
+}
+
+// decision is the recorded outcome of a transaction.
+type decision struct {
+	committed bool
+	zxid      int64 // the commit zxid (committed only)
+	time      int64 // batch time when it was recorded
+}
+
+type decisionKey struct {
+	time int64
+	id   uint64
+}
+
+func decisionLess(a, b decisionKey) bool {
+	if a.time != b.time {
+		return a.time < b.time
+	}
+	return a.id < b.id
+}
+
+// decisions are the recorded outcomes by transaction id, with an index by record time for expiry.
+type decisions struct {
+	byID   map[uint64]decision
+	byTime *btree.BTreeG[decisionKey]
+}
+
+func newDecisions() decisions {
+	return decisions{byID: make(map[uint64]decision), byTime: btree.NewG(8, decisionLess)}
+}
+
+func (d *decisions) add(id uint64, dec decision) {
+	if old, ok := d.byID[id]; ok {
+		d.byTime.Delete(decisionKey{old.time, id})
+	}
+	d.byID[id] = dec
+	d.byTime.ReplaceOrInsert(decisionKey{dec.time, id})
+}
+
+// reply returns the outcome a decided transaction reports.
+func (d decision) reply() TxnReply {
+	if d.committed {
+		return TxnReply{Outcome: TxnCommitted, Zxid: d.zxid}
+	}
+	return TxnReply{Outcome: TxnAborted}
+}
+
+func (s *State) decide(id uint64, committed bool, zxid, now int64) {
+	s.decisions.add(id, decision{committed: committed, zxid: zxid, time: now})
+	if s.track {
+		s.dirty.decisions[id] = struct{}{}
+	}
+}
+
+func (s *State) setPrepared(p *preparedTxn) {
+	s.prepared = p
+	if s.track {
+		s.dirty.prepared = true
+	}
+}
+
+// expireDecisions forgets the decisions recorded before now - decisionTTL.
+func (s *State) expireDecisions(now int64) {
+	cutoff := now - decisionTTL
+	for {
+		m, ok := s.decisions.byTime.Min()
+		if !ok || m.time >= cutoff {
+			return
+		}
+		s.decisions.byTime.DeleteMin()
+		delete(s.decisions.byID, m.id)
+		if s.track {
+			s.dirty.decisions[m.id] = struct{}{}
+		}
+	}
+}
+
+// applyControlOp applies one op of an admitted batch that is a control batch or holds a
+// transaction op. Transaction ops belong in control batches only and client ops never do: a
+// mismatch is UNIMPLEMENTED. Transaction ops consume no zxid; a commit that applies its
+// transaction uses the transaction's zxid and reports it. A body that does not decode is
+// MARSHALLINGERROR; any other outcome is ErrOK with the encoded TxnReply as body.
+func (s *State) applyControlOp(b *Batch, op *Op, events *[]Event) OpResult {
+	if !b.Control || !isTxnOp(op.Code) {
+		return OpResult{Err: wire.ErrUnimplemented}
+	}
+	var rep TxnReply
+	var zxid int64
+	switch op.Code {
+	case OpTxnPrepare:
+		body := bytes.Clone(op.Body)
+		p, err := DecodeTxnPrepare(body)
+		if err != nil {
+			return OpResult{Err: wire.ErrMarshallingError}
+		}
+		rep = s.txnPrepare(&preparedTxn{body: body, prep: p, session: op.Session,
+			auth: slices.Clone(op.Auth), minZxid: op.MinZxid, time: b.Time})
+	case OpTxnCommit:
+		c, err := DecodeTxnCommit(op.Body)
+		if err != nil {
+			return OpResult{Err: wire.ErrMarshallingError}
+		}
+		rep = s.txnCommit(&c, b.Time, events)
+		if rep.Outcome == TxnCommitted {
+			zxid = rep.Zxid
+		}
+	case OpTxnAbort:
+		a, err := DecodeTxnAbort(op.Body)
+		if err != nil {
+			return OpResult{Err: wire.ErrMarshallingError}
+		}
+		rep = s.txnAbort(a.ID, b.Time)
+	case OpTxnResolve:
+		r, err := DecodeTxnResolve(op.Body)
+		if err != nil {
+			return OpResult{Err: wire.ErrMarshallingError}
+		}
+		rep = s.txnAbort(r.ID, b.Time)
+	}
+	return OpResult{Zxid: zxid, Body: rep.AppendTo(nil)}
+}
+
+// txnPrepare validates p's ops of this shard and, if they all succeed, holds p prepared.
+// Nothing else changes: the evaluation runs in the overlay, which is discarded.
+func (s *State) txnPrepare(p *preparedTxn) TxnReply {
+	id := p.prep.ID
+	if d, ok := s.decisions.byID[id]; ok {
+		return d.reply() // decided: never prepared again
+	}
+	if s.prepared != nil {
+		if s.prepared.prep.ID != id {
+			return TxnReply{Outcome: TxnBusy}
+		}
+		p = s.prepared // a repeat: the same answer, from the prepare that locked
+	}
+	zxid := nextZxid(s.lastZxid, s.cfg.Tag, p.time, p.minZxid)
+	results, failIndex, err := s.evalTxn(p, zxid, p.time)
+	s.tx.begin(0, 0) // discard the overlay
+	if err != wire.ErrOK {
+		return TxnReply{Outcome: TxnFailed, FailIndex: failIndex, FailErr: err}
+	}
+	if s.prepared == nil {
+		s.setPrepared(p)
+	}
+	return TxnReply{Outcome: TxnPrepared, Floor: ZxidCounter(zxid), Results: results}
+}
+
+// evalTxn evaluates p's ops of this shard (roles other than RoleNone), in index order, in the
+// txn overlay under zxid and time, as a multi does: later ops see the earlier ones' effects.
+// It returns the results in final form, or the index of the first failing op and its error
+// (index -1 with MARSHALLINGERROR when the request as a whole is malformed: a read op in the
+// multi, or a plain create with a TTL mode reached before any op of this shard failed). The
+// overlay is left staged: the caller commits or discards it.
+func (s *State) evalTxn(p *preparedTxn, zxid, time int64) ([]wire.MultiResult, int32, wire.Err) {
+	t := &s.tx
+	t.begin(zxid, time)
+	t.noACL = p.prep.Internal
+	m := &p.prep.Multi
+	if !multiWritable(m) {
+		return nil, -1, wire.ErrMarshallingError
+	}
+	results := make([]wire.MultiResult, len(m.Ops))
+	for i := range m.Ops {
+		op := &m.Ops[i]
+		if multiUndecodable(op) {
+			return nil, -1, wire.ErrMarshallingError
+		}
+		role := p.prep.Roles[i]
+		if role == RoleNone {
+			continue
+		}
+		if err := t.multiOp(op, role, &results[i], p.session, p.auth); err != wire.ErrOK {
+			return nil, int32(i), err
+		}
+	}
+	finalMultiResults(results)
+	return results, 0, wire.ErrOK
+}
+
+// txnCommit commits the prepared transaction c.ID under c.Zxid (see doc.go, "Cross-shard
+// transactions").
+func (s *State) txnCommit(c *TxnCommit, now int64, events *[]Event) TxnReply {
+	p := s.prepared
+	if p == nil || p.prep.ID != c.ID {
+		if d, ok := s.decisions.byID[c.ID]; ok && d.committed {
+			return d.reply()
+		}
+		return TxnReply{Outcome: TxnAborted}
+	}
+	if c.Zxid <= s.lastZxid {
+		// A coordinator bug: the zxid would not be above everything this shard applied.
+		// Refuse without changing anything; the transaction stays prepared.
+		return TxnReply{Outcome: TxnAborted}
+	}
+	results, _, err := s.evalTxn(p, c.Zxid, c.Time)
+	s.setPrepared(nil)
+	if err != wire.ErrOK {
+		// Not reachable: nothing changed since the prepare succeeded.
+		s.tx.begin(0, 0)
+		s.decide(c.ID, false, 0, now)
+		return TxnReply{Outcome: TxnAborted}
+	}
+	*events = s.tx.commit(*events)
+	s.lastZxid = c.Zxid
+	s.decide(c.ID, true, c.Zxid, now)
+	return TxnReply{Outcome: TxnCommitted, Zxid: c.Zxid, Results: results}
+}
+
+// txnAbort applies OpTxnAbort and OpTxnResolve, which mean the same to a participant: a decided
+// transaction reports its decision, the prepared one is aborted, and an unknown one is recorded
+// as aborted so that a late prepare is refused.
+func (s *State) txnAbort(id uint64, now int64) TxnReply {
+	if d, ok := s.decisions.byID[id]; ok {
+		return d.reply()
+	}
+	if s.prepared != nil && s.prepared.prep.ID == id {
+		s.setPrepared(nil)
+	}
+	s.decide(id, false, 0, now)
+	return TxnReply{Outcome: TxnAborted}
+}
+
+// Encodings of the transaction state (store and canonical state):
+//
+//	prepared ("mx"): u8 version (1) | bytes TxnPrepare | varint session | varint minZxid
+//	                 | varint time | uvarint len(auth) | (str scheme, str id)...
+//	decision ("d" + id): u8 committed | varint zxid | varint time
+func appendPrepared(dst []byte, p *preparedTxn) []byte {
+	dst = append(dst, txnCodecVersion)
+	dst = appendBytes(dst, p.body)
+	dst = binary.AppendVarint(dst, p.session)
+	dst = binary.AppendVarint(dst, p.minZxid)
+	dst = binary.AppendVarint(dst, p.time)
+	dst = binary.AppendUvarint(dst, uint64(len(p.auth)))
+	for _, id := range p.auth {
+		dst = appendStr(dst, id.Scheme)
+		dst = appendStr(dst, id.ID)
+	}
+	return dst
+}
+
+func decodePrepared(val []byte) (*preparedTxn, error) {
+	r := reader{buf: val}
+	if v := r.byte(); v != txnCodecVersion && r.err == nil {
+		return nil, fmt.Errorf("%w: prepared txn version %d", ErrCorruptStore, v)
+	}
+	p := &preparedTxn{}
+	p.body = bytes.Clone(r.bytes())
+	p.session, p.minZxid, p.time = r.varint(), r.varint(), r.varint()
+	if n := r.count(2); n > 0 {
+		p.auth = make([]wire.ID, n)
+		for i := range p.auth {
+			p.auth[i] = wire.ID{Scheme: r.str(), ID: r.str()}
+		}
+	}
+	if err := r.finish(); err != nil {
+		return nil, fmt.Errorf("%w: prepared txn: %v", ErrCorruptStore, err)
+	}
+	var err error
+	if p.prep, err = DecodeTxnPrepare(p.body); err != nil {
+		return nil, fmt.Errorf("%w: prepared txn: %v", ErrCorruptStore, err)
+	}
+	return p, nil
+}
+
+func appendDecision(dst []byte, d decision) []byte {
+	dst = appendBool(dst, d.committed)
+	dst = binary.AppendVarint(dst, d.zxid)
+	return binary.AppendVarint(dst, d.time)
+}
+
+func decodeDecision(val []byte) (decision, error) {
+	r := reader{buf: val}
+	d := decision{committed: r.bool(), zxid: r.varint(), time: r.varint()}
+	if err := r.finish(); err != nil {
+		return decision{}, fmt.Errorf("%w: txn decision: %v", ErrCorruptStore, err)
+	}
+	return d, nil
+}
+
+// appendTxnCanonical appends the prepared transaction and the decisions by id.
+func (s *State) appendTxnCanonical(dst []byte) []byte {
+	if s.prepared == nil {
+		dst = append(dst, 0)
+	} else {
+		dst = appendPrepared(append(dst, 1), s.prepared)
+	}
+	ids := make([]uint64, 0, len(s.decisions.byID))
+	for id := range s.decisions.byID {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	dst = binary.AppendUvarint(dst, uint64(len(ids)))
+	for _, id := range ids {
+		dst = binary.AppendUvarint(dst, id)
+		dst = appendDecision(dst, s.decisions.byID[id])
+	}
+	return dst
+}

@@ -1,0 +1,447 @@
+package shard
+
+import (
+	"bytes"
+	"encoding/binary"
+	"math/rand"
+	"reflect"
+	"testing"
+
+	"github.com/corral/corral/wire"
+)
+
+// ctl returns a control batch of proposer 100.
+func ctl(seq uint64, time int64, ops ...Op) *Batch {
+	return &Batch{Proposer: 100, Seq: seq, Time: time, Control: true, Ops: ops}
+}
+
+func prepareOp(p TxnPrepare) Op { return Op{Code: OpTxnPrepare, Body: p.AppendTo(nil)} }
+
+func commitOp(id uint64, zxid, time int64) Op {
+	return Op{Code: OpTxnCommit, Body: (&TxnCommit{ID: id, Zxid: zxid, Time: time}).AppendTo(nil)}
+}
+
+func abortOp(id uint64) Op { return Op{Code: OpTxnAbort, Body: (&TxnAbort{ID: id}).AppendTo(nil)} }
+
+func resolveOp(id uint64) Op {
+	return Op{Code: OpTxnResolve, Body: (&TxnResolve{ID: id}).AppendTo(nil)}
+}
+
+// txnReply applies a control batch of one op and decodes its reply.
+func txnReply(t *testing.T, s *State, b *Batch) (TxnReply, OpResult, []Event) {
+	t.Helper()
+	res, evs := s.Apply(b)
+	if res.Status != BatchApplied || len(res.Results) != 1 || res.Results[0].Err != wire.ErrOK {
+		t.Fatalf("control batch: %+v", res)
+	}
+	rep, err := DecodeTxnReply(res.Results[0].Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rep, res.Results[0], evs
+}
+
+func topCreate(id uint64, role TxnRole, path string) TxnPrepare {
+	return TxnPrepare{ID: id, Anchor: 1, Deadline: 9_999, Multi: multiOf(mCreate(path, []byte("v"), 0)), Roles: []TxnRole{role}}
+}
+
+// TestTxnBlocking: while prepared, every non-control batch is BatchBlocked and changes nothing
+// (no zxid, no seq, no cache, no new proposer, no expiry); control batches apply. After the
+// commit the refused batch applies with its original seq, and duplicate and out-of-order
+// handling are as before.
+func TestTxnBlocking(t *testing.T) {
+	s := NewState(StateConfig{Tag: 1, OwnsRoot: true})
+	s.track = true
+	r1, _ := s.Apply(batch(1, 1, 1000, opCreate("/a", nil, 0)))
+	s.Apply(batch(2, 1, 1000, Op{Code: wire.OpCloseSession, Session: 3}))
+	rep, res, _ := txnReply(t, s, ctl(1, 1000, prepareOp(topCreate(5, RoleParent, "/x"))))
+	if rep.Outcome != TxnPrepared || res.Zxid != 0 {
+		t.Fatalf("prepare: %+v", rep)
+	}
+	floor := rep.Floor
+	if ZxidCounter(s.lastZxid) >= floor {
+		t.Fatalf("floor %d not above the last zxid %x", rep.Floor, s.lastZxid)
+	}
+	if info, ok := s.View(0).Prepared(); !ok || info != (PreparedInfo{ID: 5, Anchor: 1, PrepareTime: 1000, Deadline: 9_999}) {
+		t.Fatalf("view: %+v %v", info, ok)
+	}
+	before := s.AppendCanonical(nil)
+	s.dirty.reset()
+	for _, b := range []*Batch{
+		batch(1, 2, 1000, opCreate("/b", nil, 0)), // next seq
+		batch(1, 1, 1000),                         // duplicate
+		batch(1, 7, 1000),                         // gap
+		batch(9, 1, 1000, opCreate("/c", nil, 0)), // new proposer
+		batch(1, 2, 1000+2*tombstoneTTL),          // would expire tombstone 3 and proposer 2
+	} {
+		res, evs := s.Apply(b)
+		if res.Status != BatchBlocked || res.Results != nil || evs != nil {
+			t.Fatalf("batch %+v while prepared: %+v", b, res)
+		}
+	}
+	if !bytes.Equal(s.AppendCanonical(nil), before) || !s.dirty.empty() {
+		t.Fatal("a blocked batch changed the state")
+	}
+	// a control batch is applied: a busy prepare, an abort of another txn
+	if rep, _, _ := txnReply(t, s, ctl(2, 1000, prepareOp(topCreate(6, RoleParent, "/y")))); rep.Outcome != TxnBusy {
+		t.Fatalf("second prepare: %+v", rep)
+	}
+	// commit: one zxid Z for the whole txn, events under Z
+	z := floor<<8 | 7 // another shard's tag: Z comes from the anchor
+	rep, res, evs := txnReply(t, s, ctl(3, 1001, commitOp(5, z, 1234)))
+	if rep.Outcome != TxnCommitted || rep.Zxid != z || res.Zxid != z || s.lastZxid != z || len(evs) != 1 || evs[0].Zxid != z {
+		t.Fatalf("commit: %+v %+v %+v", rep, res, evs)
+	}
+	if _, ok := s.View(0).Prepared(); ok {
+		t.Fatal("prepared after commit")
+	}
+	// the refused batch applies now with its seq, above Z
+	res2, _ := s.Apply(batch(1, 2, 1002, opCreate("/b", nil, 0)))
+	if res2.Status != BatchApplied || res2.Results[0].Err != wire.ErrOK || res2.Results[0].Zxid <= z || ZxidTag(res2.Results[0].Zxid) != 1 {
+		t.Fatalf("after commit: %+v", res2)
+	}
+	if r, _ := s.Apply(batch(1, 1, 1002)); r.Status != BatchDuplicate || !reflect.DeepEqual(r.Results, r1.Results) {
+		t.Fatalf("duplicate after commit: %+v", r)
+	}
+	if r, _ := s.Apply(batch(1, 9, 1002)); r.Status != BatchOutOfOrder {
+		t.Fatalf("gap after commit: %+v", r)
+	}
+	if r, _ := s.Apply(batch(9, 1, 1002)); r.Status != BatchApplied {
+		t.Fatalf("new proposer after commit: %+v", r)
+	}
+	// a retried control batch gets the cached reply
+	if r, _ := s.Apply(ctl(3, 1003)); r.Status != BatchDuplicate || !reflect.DeepEqual(r.Results[0], res) {
+		t.Fatalf("control retry: %+v", r)
+	}
+}
+
+// TestTxnCommitZxidNotAbove: a commit zxid that is not above the shard's last zxid is refused
+// (a coordinator bug) without changing anything; the transaction stays prepared and commits
+// with a good zxid.
+func TestTxnCommitZxidNotAbove(t *testing.T) {
+	s := NewState(StateConfig{Tag: 1, OwnsRoot: true})
+	s.Apply(batch(1, 1, 5000, opCreate("/a", nil, 0)))
+	rep, _, _ := txnReply(t, s, ctl(1, 5000, prepareOp(topCreate(5, RoleParent, "/x"))))
+	if rep.Outcome != TxnPrepared {
+		t.Fatal(rep)
+	}
+	before := txnState(s)
+	for i, z := range []int64{s.lastZxid, s.lastZxid - 1, 0, -1 << 40} {
+		rep, res, evs := txnReply(t, s, ctl(uint64(i+2), 5000, commitOp(5, z, 5000)))
+		if rep.Outcome != TxnAborted || res.Zxid != 0 || evs != nil {
+			t.Fatalf("commit at %x: %+v", z, rep)
+		}
+	}
+	if !bytes.Equal(txnState(s), before) {
+		t.Fatal("a refused commit changed the state")
+	}
+	rep, _, _ = txnReply(t, s, ctl(6, 5000, commitOp(5, s.lastZxid+1, 5000)))
+	if rep.Outcome != TxnCommitted {
+		t.Fatalf("commit just above: %+v", rep)
+	}
+	checkInvariants(t, s)
+}
+
+// txnState encodes the state but the proposer table (which every applied batch changes).
+func txnState(s *State) []byte {
+	dst := binary.AppendVarint(nil, s.lastZxid)
+	s.tree.nodes.Ascend(func(n *node) bool {
+		dst = appendNode(appendStr(dst, n.key), n)
+		return true
+	})
+	return s.appendTxnCanonical(dst)
+}
+
+// TestTxnReadOpMulti: a multi holding a read op is MARSHALLINGERROR for the whole request.
+func TestTxnReadOpMulti(t *testing.T) {
+	s := NewState(StateConfig{OwnsRoot: true})
+	// mixing reads and writes does not even decode
+	mixed := TxnPrepare{ID: 1, Multi: multiOf(mCheck("/", -1), wire.MultiOp{Op: wire.OpGetData, GetData: &wire.GetDataRequest{Path: "/"}}),
+		Roles: []TxnRole{RoleFull, RoleNone}}
+	if res, _ := s.Apply(ctl(1, 0, prepareOp(mixed))); res.Results[0].Err != wire.ErrMarshallingError || res.Results[0].Body != nil {
+		t.Fatalf("mixed multi: %+v", res)
+	}
+	p := TxnPrepare{ID: 1, Multi: multiOf(wire.MultiOp{Op: wire.OpGetData, GetData: &wire.GetDataRequest{Path: "/"}}),
+		Roles: []TxnRole{RoleFull}}
+	rep, _, _ := txnReply(t, s, ctl(2, 0, prepareOp(p)))
+	if rep.Outcome != TxnFailed || rep.FailIndex != -1 || rep.FailErr != wire.ErrMarshallingError || rep.Results != nil {
+		t.Fatalf("read op: %+v", rep)
+	}
+	if _, ok := s.View(0).Prepared(); ok {
+		t.Fatal("a failed prepare locked the shard")
+	}
+}
+
+// TestTxnDecisionExpiry: decisions are forgotten after 24 h of batch time.
+func TestTxnDecisionExpiry(t *testing.T) {
+	s := NewState(StateConfig{OwnsRoot: true})
+	txnReply(t, s, ctl(1, 1000, abortOp(9)))
+	if rep, _, _ := txnReply(t, s, ctl(2, 1000+decisionTTL, prepareOp(topCreate(9, RoleParent, "/x")))); rep.Outcome != TxnAborted {
+		t.Fatalf("prepare of an aborted txn: %+v", rep)
+	}
+	s.Apply(ctl(3, 1001+decisionTTL))
+	if len(s.decisions.byID) != 0 || s.decisions.byTime.Len() != 0 {
+		t.Fatal("decision not expired")
+	}
+	if rep, _, _ := txnReply(t, s, ctl(4, 1002+decisionTTL, resolveOp(9))); rep.Outcome != TxnAborted {
+		t.Fatalf("resolve: %+v", rep)
+	}
+}
+
+// TestTxnCreate2Stat: the node side of a top-level create2 reports the stat (under the commit
+// zxid and time) that the coordinator needs for the Create2Response.
+func TestTxnCreate2Stat(t *testing.T) {
+	s := NewState(StateConfig{Tag: 2})
+	p := TxnPrepare{ID: 3, Multi: multiOf(wire.MultiOp{Op: wire.OpCreate2, Create: &wire.CreateRequest{Path: "/n", Data: []byte("abc"), ACL: wire.OpenACLUnsafe}}),
+		Roles: []TxnRole{RoleNode}}
+	txnReply(t, s, ctl(1, 0, prepareOp(p)))
+	rep, _, _ := txnReply(t, s, ctl(2, 0, commitOp(3, 77<<8|1, 42)))
+	want := wire.Stat{Czxid: 77<<8 | 1, Mzxid: 77<<8 | 1, Pzxid: 77<<8 | 1, Ctime: 42, Mtime: 42, DataLength: 3}
+	if len(rep.Results) != 1 || rep.Results[0].Path != "/n" || rep.Results[0].Stat != want {
+		t.Fatalf("results: %+v", rep.Results)
+	}
+	n, ok := s.View(0).Get("/n")
+	if !ok || n.Stat() != want {
+		t.Fatalf("node: %+v", n.Stat())
+	}
+}
+
+// TestTxnMachinePersistence: the prepared transaction and the decisions survive a close and
+// reopen and a snapshot; the reopened replica stays blocked and commits like the original.
+func TestTxnMachinePersistence(t *testing.T) {
+	dir := t.TempDir()
+	m, _ := openMachine(t, testConfig(dir, nil))
+	update(t, m, entries(1,
+		batch(9, 1, 1000, opCreate("/a", nil, 0)),
+		ctl(1, 1000, abortOp(41)),
+		ctl(2, 1000, prepareOp(topCreate(42, RoleParent, "/x")), prepareOp(topCreate(42, RoleParent, "/x"))),
+	))
+	want := canonical(m)
+	if info, ok := m.View().Prepared(); !ok || info.ID != 42 {
+		t.Fatal("view after prepare")
+	}
+	ctx, err := m.PrepareSnapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var snap bytes.Buffer
+	if err := m.SaveSnapshot(ctx, &snap, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	m2, idx := openMachine(t, testConfig(dir, nil))
+	defer m2.Close()
+	r, _ := openMachine(t, testConfig(t.TempDir(), nil))
+	defer r.Close()
+	if err := r.RecoverFromSnapshot(bytes.NewReader(snap.Bytes()), nil); err != nil {
+		t.Fatal(err)
+	}
+	for name, x := range map[string]*Machine{"reopened": m2, "recovered": r} {
+		if !bytes.Equal(canonical(x), want) {
+			t.Fatalf("%s: state differs", name)
+		}
+		if info, ok := x.View().Prepared(); !ok || info != (PreparedInfo{ID: 42, Anchor: 1, PrepareTime: 1000, Deadline: 9_999}) {
+			t.Fatalf("%s: prepared %+v %v", name, info, ok)
+		}
+	}
+	if idx != 3 {
+		t.Fatalf("reopened at %d", idx)
+	}
+	z := m2.state.lastZxid + 1<<8
+	next := entries(4,
+		batch(9, 2, 1001, opCreate("/b", nil, 0)), // blocked
+		ctl(3, 1001, prepareOp(topCreate(41, RoleParent, "/late")), commitOp(42, z, 1001)),
+		batch(9, 2, 1002, opCreate("/b", nil, 0)),
+	)
+	for name, x := range map[string]*Machine{"reopened": m2, "recovered": r} {
+		res := update(t, x, next)
+		if res[0].Status != BatchBlocked || res[1].Status != BatchApplied || res[2].Status != BatchApplied {
+			t.Fatalf("%s: statuses %+v", name, res)
+		}
+		late, _ := DecodeTxnReply(res[1].Results[0].Body)
+		done, _ := DecodeTxnReply(res[1].Results[1].Body)
+		if late.Outcome != TxnAborted || done.Outcome != TxnCommitted || done.Zxid != z {
+			t.Fatalf("%s: %+v %+v", name, late, done)
+		}
+		if _, ok := x.View().Prepared(); ok {
+			t.Fatalf("%s: still prepared", name)
+		}
+	}
+	if !bytes.Equal(canonical(m2), canonical(r)) {
+		t.Fatal("replicas diverge")
+	}
+	// the cleared lock and the new decision persist too
+	want = canonical(m2)
+	m2.Close()
+	m3, _ := openMachine(t, testConfig(dir, nil))
+	defer m3.Close()
+	if !bytes.Equal(canonical(m3), want) {
+		t.Fatal("state differs after the second reopen")
+	}
+	if _, ok := m3.View().Prepared(); ok {
+		t.Fatal("prepared after reopen")
+	}
+	if _, ok := m3.state.decisions.byID[42]; !ok {
+		t.Fatal("commit decision lost")
+	}
+}
+
+// TestTxnDeterminism applies random client batches and random transaction steps (prepare,
+// commit with a random zxid, abort, resolve, repeats) to two states, and checks identical
+// results, events and canonical states, strictly increasing zxids, the tree's invariants, and
+// that a blocked batch changes nothing.
+func TestTxnDeterminism(t *testing.T) {
+	outcomes := map[TxnOutcome]int{}
+	for seed := int64(1); seed <= 4; seed++ {
+		r := rand.New(rand.NewSource(seed))
+		cfg := StateConfig{OwnsRoot: true, ExtendedTypes: true, Tag: 3}
+		s1, s2 := NewState(cfg), NewState(cfg)
+		s1.track = true
+		var seq, ctlSeq uint64
+		now := int64(1_000_000)
+		last := int64(0)
+		nextID := uint64(1)
+		for i := 0; i < 400; i++ {
+			now += int64(r.Intn(100))
+			var b *Batch
+			if r.Intn(2) == 0 {
+				var ops []Op
+				for j := r.Intn(3); j >= 0; j-- {
+					ops = append(ops, randomOp(r))
+				}
+				b = &Batch{Proposer: 1, Seq: seq + 1, Time: now, Ops: ops}
+			} else {
+				b = &Batch{Proposer: 2, Seq: ctlSeq + 1, Time: now, Control: true, Ops: []Op{randomTxnOp(r, &nextID, s1)}}
+			}
+			before := s1.AppendCanonical(nil)
+			enc := b.AppendTo(nil)
+			db, err := DecodeBatch(enc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res1, ev1 := s1.Apply(&db)
+			res2, ev2 := s2.Apply(b)
+			if !reflect.DeepEqual(res1, res2) || !reflect.DeepEqual(ev1, ev2) || !bytes.Equal(s1.AppendCanonical(nil), s2.AppendCanonical(nil)) {
+				t.Fatalf("seed %d batch %d: states diverged", seed, i)
+			}
+			switch res1.Status {
+			case BatchApplied:
+				if b.Control {
+					ctlSeq++
+				} else {
+					seq++
+				}
+			case BatchBlocked:
+				if b.Control || !bytes.Equal(s1.AppendCanonical(nil), before) {
+					t.Fatalf("seed %d batch %d: blocked wrongly", seed, i)
+				}
+				continue
+			default:
+				t.Fatalf("seed %d batch %d: status %d", seed, i, res1.Status)
+			}
+			for _, o := range res1.Results {
+				if o.Zxid != 0 {
+					if o.Zxid <= last {
+						t.Fatalf("seed %d batch %d: zxid %x after %x", seed, i, o.Zxid, last)
+					}
+					last = o.Zxid
+				}
+				if b.Control && o.Err == wire.ErrOK {
+					rep, err := DecodeTxnReply(o.Body)
+					if err != nil {
+						t.Fatal(err)
+					}
+					outcomes[rep.Outcome]++
+				}
+			}
+			for _, e := range ev1 {
+				if e.Zxid > last {
+					t.Fatalf("event after the last zxid")
+				}
+			}
+			if s1.LastZxid() != last {
+				t.Fatalf("seed %d batch %d: LastZxid %x, want %x", seed, i, s1.LastZxid(), last)
+			}
+			checkInvariants(t, s1)
+		}
+	}
+	t.Logf("outcomes: %v", outcomes)
+	for o := TxnPrepared; o <= TxnAborted; o++ {
+		if outcomes[o] == 0 {
+			t.Errorf("no outcome %d", o)
+		}
+	}
+}
+
+// randomTxnOp returns a random transaction step against s: mostly the prepared transaction's
+// commit or abort, or a new prepare over random ops with RoleFull, RoleParent (top-level create
+// and delete) or RoleNone.
+func randomTxnOp(r *rand.Rand, nextID *uint64, s *State) Op {
+	var cur uint64
+	if s.prepared != nil {
+		cur = s.prepared.prep.ID
+	}
+	switch k := r.Intn(10); {
+	case cur != 0 && k < 4:
+		z := s.lastZxid + int64(r.Intn(1000))<<8 - 1<<8 // sometimes not above: refused
+		return commitOp(cur, z|int64(r.Intn(4)), int64(r.Intn(1000)))
+	case cur != 0 && k < 5:
+		return abortOp(cur)
+	case k < 6:
+		return resolveOp(uint64(r.Intn(int(*nextID))) + 1)
+	case k < 7:
+		return Op{Code: OpTxnPrepare, Body: []byte{1, 2, 3}} // malformed
+	}
+	id := *nextID
+	if r.Intn(5) == 0 && id > 1 {
+		id = uint64(r.Intn(int(id-1))) + 1 // a repeat or a late prepare
+	} else {
+		*nextID++
+	}
+	p := TxnPrepare{ID: id, Anchor: 1, Deadline: 1, Internal: r.Intn(4) == 0}
+	for j := r.Intn(4); j >= 0; j-- {
+		switch r.Intn(4) {
+		case 0:
+			paths := []string{"/t1", "/t2", "/a"}
+			path := paths[r.Intn(len(paths))]
+			flags := int32(r.Intn(4))
+			var op wire.MultiOp
+			if r.Intn(2) == 0 {
+				op = mCreate(path, nil, flags)
+			} else {
+				op = mDelete(path, int32(r.Intn(2))-1)
+			}
+			p.Multi.Ops = append(p.Multi.Ops, op)
+			p.Roles = append(p.Roles, RoleParent)
+			continue
+		case 1:
+			p.Multi.Ops = append(p.Multi.Ops, mSet("/elsewhere", nil, -1))
+			p.Roles = append(p.Roles, RoleNone)
+			continue
+		}
+		sub := randomOp(r)
+		d := wire.NewDecoder(sub.Body)
+		var mo wire.MultiOp
+		switch sub.Code {
+		case wire.OpCreate, wire.OpCreate2, wire.OpCreateContainer:
+			mo = wire.MultiOp{Op: sub.Code, Create: new(wire.CreateRequest)}
+			mo.Create.Decode(d)
+		case wire.OpDelete:
+			mo = wire.MultiOp{Op: sub.Code, Delete: new(wire.DeleteRequest)}
+			mo.Delete.Decode(d)
+		case wire.OpSetData:
+			mo = wire.MultiOp{Op: sub.Code, SetData: new(wire.SetDataRequest)}
+			mo.SetData.Decode(d)
+		case wire.OpCheck:
+			mo = wire.MultiOp{Op: sub.Code, Check: new(wire.CheckVersionRequest)}
+			mo.Check.Decode(d)
+		default:
+			continue
+		}
+		p.Multi.Ops = append(p.Multi.Ops, mo)
+		p.Roles = append(p.Roles, RoleFull)
+	}
+	return Op{Code: OpTxnPrepare, Body: p.AppendTo(nil), Session: int64(r.Intn(3)), MinZxid: int64(r.Intn(3)) << 20}
+}
