@@ -3,7 +3,9 @@
 // reproduced exactly — stat fields, the cversion formula, sequential suffixes, ephemerals,
 // containers and TTL nodes, the order in which checks decide which error wins, multi with one
 // zxid and per-op results — plus exactly-once batching, zxid assignment, an ephemeral index,
-// lock-free views for reads, pebble persistence and snapshots.
+// lock-free views for reads, pebble persistence and snapshots, and the participant side of
+// cross-shard transactions (two-phase commit: prepare, commit, abort, resolve, the blocked
+// state, and the stubs that stand for top-level znodes living on other shards).
 //
 // # Who calls what
 //
@@ -18,6 +20,9 @@
 //   - The server answers reads from a View (View.Read, GetEphemerals) without locks.
 //   - The session manager proposes OpCloseSession; the leader's expiry scan
 //     (View.ExpiryCandidates) proposes OpDeleteContainer.
+//   - A transaction coordinator (the router) proposes OpTxnPrepare, OpTxnCommit, OpTxnAbort and
+//     OpTxnResolve through each participant's control proposer (Batch.Control), and its recovery
+//     loop resolves transactions a view reports prepared past their deadline (View.Prepared).
 //
 // # Determinism contract
 //
@@ -60,6 +65,68 @@
 // returns BatchDuplicate with the cached results or BatchDuplicateUnknown; anything else is
 // BatchOutOfOrder and changes nothing. Proposers silent for 24 h of batch time are forgotten.
 //
+// # Cross-shard transactions
+//
+// A client multi whose ops live on several shards, and the create or delete of a top-level
+// znode "/x" that lives on data shard X while "/" lives on the root shard, run as a transaction
+// over several shards. The coordinator sends every participant OpTxnPrepare with the whole
+// multi and, per op, the participant's TxnRole (RoleNone: another shard's op, skipped;
+// RoleFull: evaluated as in a single-shard multi; RoleParent and RoleNode: the two halves of a
+// top-level create or delete, see createAs and deleteAs). A participant evaluates its ops in
+// index order in the overlay, exactly as multi does, at the provisional zxid floor<<8|tag and
+// the batch time, and discards the overlay either way: on the first failure it answers
+// TxnFailed (the op's index and error, or index -1 for a MARSHALLINGERROR of the whole
+// request); on success it holds the transaction prepared and answers TxnPrepared with its
+// floor — the zxid counter it would assign next, max(last>>8 + 1, batch.Time<<12,
+// MinZxid>>8 + 1) — and its provisional results. The coordinator commits with one zxid Z on
+// every participant: Z's counter is the largest floor and its tag the anchor's (the
+// participant that records the decision, to which recovery sends OpTxnResolve). Commit
+// re-evaluates the ops under Z and the commit's time, applies the overlay, and sets the last
+// zxid to Z. Invariants:
+//
+//   - One prepared transaction per shard. While it is prepared the shard applies no batch but
+//     control batches: every other batch is BatchBlocked (checked before the proposer table:
+//     nothing applied, no zxid consumed, Seq not advanced, nothing cached, no proposer or
+//     tombstone expiry). Control batches carry only transaction ops, which change neither the
+//     tree nor the last zxid except the commit; besides, a control batch only expires
+//     proposers, decisions and tombstones, and an expired tombstone cannot turn an ephemeral
+//     create that passed into one that fails. So the ops evaluate at commit exactly as at
+//     prepare (but for zxid and time), and the commit succeeds.
+//   - Zxids still strictly increase in apply order on every shard: Z's counter is at least the
+//     participant's floor, which is above its last zxid, and a commit with Z <= the last zxid
+//     is refused (TxnAborted, nothing changes, the transaction stays prepared: a coordinator
+//     bug). After the commit the last zxid is Z, so the shard's next own zxid is above it.
+//   - Z is unique across shards: it carries the anchor's tag, only the anchor's clock produces
+//     zxids with that tag, and Z is above the anchor's previous zxid too.
+//   - A transaction commits under the one zxid Z on every participant, with one ctime/mtime
+//     (TxnCommit.Time); its events carry Z. Transaction ops consume no zxid but the commit.
+//   - Every step is idempotent: the decision (committed with Z, or aborted) is recorded on each
+//     participant, and a repeated or late prepare, commit, abort or resolve answers from it; a
+//     decided transaction is never prepared again; an abort or resolve of an unknown
+//     transaction records it aborted, so a prepare still in flight is refused. Decisions
+//     expire after 24 h of batch time, like tombstones.
+//   - Everything is a pure function of (state, batch), as every other op.
+//
+// Transaction ops in a non-control batch, and client or internal ops in a control batch, fail
+// with UNIMPLEMENTED and consume no zxid. The prepared transaction (the TxnPrepare and the
+// session, auth, MinZxid and batch time of its prepare op) and the decisions are persisted with
+// the rest of the state.
+//
+// # Stubs
+//
+// The parent side of a top-level create (RoleParent on the root shard) runs the whole create
+// check sequence and updates "/" as a create does, but stores a stub instead of the node: a
+// node flagged stub, without data, owned by the session for an ephemeral mode (else 0). A stub
+// is listed among the children of "/" (getChildren, Children) and counted in its stat, so "/"
+// looks exactly as in ZooKeeper; it takes the name (NODEEXISTS); and it is no node of this
+// shard: reads of its own path are NONODE, it is never a parent, setData, check and delete see
+// no node there, Get, Walk, Len, CountDescendants and getAllChildrenNumber skip it, Ephemerals
+// does not list it (the node's own shard does, so shards never list a path twice), and it is
+// never an expiry candidate. closeSession removes ephemeral stubs with only the parent's
+// NodeChildrenChanged; the parent side of a delete (RoleParent) removes the stub the same way.
+// The node side (RoleNode on X) creates or deletes the real node with no parent record and only
+// NodeCreated or NodeDeleted.
+//
 // # Sessions
 //
 // Ephemeral creates need a session (Op.Session != 0). OpCloseSession deletes the session's
@@ -95,11 +162,13 @@
 //	"mc"                    config (tag, root flag, root), written at creation and checked on open
 //	"ma"                    last applied Raft index (uint64 BE)
 //	"mz"                    last zxid (int64 BE)
-//	"n" + treeKey           node: stat fields, raw ephemeralOwner, stored cversion, child count,
-//	                        data (null kept distinct from empty), ACL
+//	"n" + treeKey           node: stub flag, stat fields, raw ephemeralOwner, stored cversion,
+//	                        child count, data (null kept distinct from empty), ACL
 //	"p" + proposer          proposer's last Seq and batch time
 //	"r" + proposer + seq    cached results of one batch
 //	"t" + session           closed-session tombstone (close time)
+//	"mx"                    the prepared transaction, absent when there is none
+//	"d" + txn id            decision of a transaction (committed and zxid, record time)
 //
 // Each Update writes its changes, "ma" and "mz" in one NoSync pebble batch: the Raft log is the
 // durability point; the store has no WAL of its own, and dragonboat calls Sync (a memtable
