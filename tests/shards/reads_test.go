@@ -19,7 +19,7 @@ import (
 // proxy at server 2 and cutting the connection, and go-zookeeper reconnects with the same
 // session and its lastZxidSeen (no closeSession is sent).
 //
-// How a broken implementation fails: server 2 applies every shard 300 ms late (SetApplyLag), so
+// How a broken implementation fails: server 2 applies every shard 1.2 s late (SetApplyLag), so
 // right after the writes its replicas do not have them yet (the test logs whether that was so).
 // A server that accepted the moved session and served its reads from those replicas without
 // catching up to the session's zxid — on each shard, not only on the shard that produced the
@@ -45,8 +45,10 @@ func TestReadsNeverGoBackAcrossShards(t *testing.T) {
 			t.Fatalf("server 2 before the writes: %s = %d %v", p, v, err)
 		}
 	}
+	// Longer than the pause of moveSession, so that the replicas are still behind when the
+	// session arrives.
 	for _, id := range dataShards {
-		setLag(t, c, 1, id, 300*time.Millisecond)
+		setLag(t, c, 1, id, 1200*time.Millisecond)
 	}
 
 	// --- a session writes on every shard through server 1, then moves to server 2 ---
@@ -60,9 +62,7 @@ func TestReadsNeverGoBackAcrossShards(t *testing.T) {
 		mz[i] = st.Mzxid
 	}
 	logLag(t, c, 1, paths, mz)
-	p.SetTarget(addrs[1])
-	p.Kill()
-	waitSession(t, ev, 15*time.Second)
+	moveSession(t, p, ev, addrs[1])
 	if s.SessionID() != sid {
 		t.Fatalf("session changed while moving: %#x -> %#x", sid, s.SessionID())
 	}
@@ -76,7 +76,11 @@ func TestReadsNeverGoBackAcrossShards(t *testing.T) {
 	if kids := children(t, s, "/"); !containsAll(kids, names) {
 		t.Fatalf("after moving: getChildren(/) = %v, want %v among them", kids, names)
 	}
-	// Its own writes on the lagging server, then reads on every shard.
+	// Its own writes on the lagging server, then reads on every shard (a shorter lag: each
+	// write waits for its local apply).
+	for _, id := range dataShards {
+		setLag(t, c, 1, id, 300*time.Millisecond)
+	}
 	for i, path := range paths {
 		st, err := s.Set(path, []byte("2"), -1)
 		must(t, err, "set %s on server 2", path)
