@@ -3,6 +3,7 @@ package cluster
 import (
 	"bufio"
 	"fmt"
+	"github.com/corral/corral/router"
 	"io"
 	"log/slog"
 	"net"
@@ -46,7 +47,10 @@ type Config struct {
 	Peers           []Peer
 	SuperDigest     string // zookeeper.DigestAuthenticationProvider.superDigest / corral.superDigest
 	ExtendedTypes   bool   // zookeeper.extendedTypesEnabled: TTL nodes
-	MaxBuffer       int    // jute.maxbuffer
+	// Placement spreads top-level znodes over the data shards (corral.placement: hash, the
+	// default, or single: everything on the root shard).
+	Placement router.Placement
+	MaxBuffer int // jute.maxbuffer
 
 	// Corral's own keys.
 	Shards               int           // corral.shards: number of data shards
@@ -226,6 +230,12 @@ func (c *Config) set(k, v string, minST, maxST *time.Duration) error {
 		c.ContainerCheck, err = ms()
 	case k == "corral.shards":
 		c.Shards, err = atoi()
+	case k == "corral.placement":
+		p, ok := router.ParsePlacement(v)
+		if !ok {
+			err = fmt.Errorf("want hash or single")
+		}
+		c.Placement = p
 	case k == "corral.snapshotEntries":
 		var n int
 		n, err = atoi()

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"context"
 	"time"
 
 	"github.com/corral/corral/router"
@@ -35,11 +36,33 @@ func (s *Server) runContainerExpiry() {
 				continue
 			}
 			for _, p := range v.ExpiryCandidates(time.Now().UnixMilli(), maxContainerDeletesPerRun) {
+				if s.router.MountPoint(p, false) {
+					s.expireMountPoint(v, p)
+					continue
+				}
 				e := wire.NewEncoder(nil)
 				(&wire.DeleteRequest{Path: p, Version: -1}).Encode(e)
 				sh.Proposer.Submit(&router.Request{Op: shard.Op{Code: wire.OpDeleteContainer, Body: e.Bytes()},
 					Done: func(shard.OpResult, error) {}})
 			}
 		}
+	}
+}
+
+// expireMountPoint deletes an expired top-level container or TTL node that lives on another
+// shard than "/": a cross-shard transaction (the node and the root shard's child entry) with no
+// ACL check, conditional on the version the candidate had, so a node changed since the scan
+// stays.
+func (s *Server) expireMountPoint(v *shard.View, path string) {
+	n, ok := v.Get(path)
+	if !ok {
+		return
+	}
+	m := wire.MultiRequest{Ops: []wire.MultiOp{{Op: wire.OpDelete, Delete: &wire.DeleteRequest{Path: path, Version: n.Stat().Version}}}}
+	_, roles := s.router.PlanMulti(&m)
+	ctx, cancel := context.WithTimeout(s.ctx, 5*time.Second)
+	defer cancel()
+	if _, err := s.router.RunTxn(ctx, &router.TxnRequest{Internal: true, Multi: m}, roles); err != nil {
+		s.log.Warn("expiring a top-level container or TTL node failed; the next scan retries", "path", path, "err", err)
 	}
 }

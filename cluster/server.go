@@ -97,7 +97,8 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (*Server, error) {
 	}
 	s.registerGauges()
 	s.startAdmin()
-	s.wg.Add(2)
+	s.wg.Add(3)
+	go s.runTxnRecovery()
 	go s.runContainerExpiry()
 	go s.runLeaderBalance()
 	s.ready.Store(true)
@@ -134,7 +135,8 @@ func (s *Server) startRaft() error {
 	for i := range ids {
 		ids[i], tags[i] = DataShardID(i), uint8(i+1)
 	}
-	s.router = router.New(ids, tags, s.hub.Trigger)
+	s.router = router.New(ids, tags, cfg.Placement, s.hub.Trigger)
+	s.router.SetSync(s.Sync)
 	nh, err := dragonboat.NewNodeHost(nhc)
 	if err != nil {
 		return fmt.Errorf("cluster: starting raft node host at %s: %w", self.RaftAddress(), err)
@@ -178,6 +180,7 @@ func (s *Server) startRaft() error {
 		// The proposer exists before the replica starts: the leader listener may call it.
 		sh := s.router.Shard(id)
 		sh.Proposer = router.NewProposer(id, s.proposeFunc(id), router.ProposerOptions{Log: s.log, Metrics: pm})
+		sh.Control = router.NewProposer(id, s.proposeFunc(id), router.ProposerOptions{Log: s.log, Metrics: pm, Control: true})
 		if err := nh.StartOnDiskReplica(initial(id), false, create, raftCfg(id)); err != nil {
 			return fmt.Errorf("cluster: starting data shard %d: %w", id, err)
 		}
@@ -520,6 +523,9 @@ func (s *Server) Close() error {
 			if sh.Proposer != nil {
 				sh.Proposer.Stop()
 			}
+			if sh.Control != nil {
+				sh.Control.Stop()
+			}
 		}
 	}
 	s.cancel()
@@ -581,6 +587,9 @@ func (l leaderListener) LeaderUpdated(info raftio.LeaderInfo) {
 	}
 	if sh := r.Shard(info.ShardID); sh != nil && sh.Proposer != nil {
 		sh.Proposer.LeaderChanged()
+		if sh.Control != nil {
+			sh.Control.LeaderChanged()
+		}
 	}
 }
 

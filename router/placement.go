@@ -65,3 +65,32 @@ func topLevelName(path string) string {
 func IsTopLevel(path string) bool {
 	return len(path) > 1 && path[0] == '/' && strings.IndexByte(path[1:], '/') < 0
 }
+
+// hasSequentialSuffix reports whether name ends in the ten digits of a sequential create.
+func hasSequentialSuffix(name string) bool {
+	if len(name) < 10 {
+		return false
+	}
+	for _, c := range []byte(name[len(name)-10:]) {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// CreateShard returns the shard a create of path lands on. A sequential create at the top
+// level ("/lock-" + ten digits) is decided by the root shard, which owns the parent's
+// sequence counter, and its final name maps back to the root shard (Lookup).
+func (r *Router) CreateShard(path string, sequential bool) *Shard {
+	if r.placement == PlaceHash && sequential && IsTopLevel(path) {
+		return r.ordered[0]
+	}
+	return r.Lookup(path)
+}
+
+// MountPoint reports whether a create or delete of path is a cross-shard operation: path is
+// a top-level znode that lives on another shard than its parent "/".
+func (r *Router) MountPoint(path string, sequential bool) bool {
+	return r.placement == PlaceHash && IsTopLevel(path) && r.CreateShard(path, sequential) != r.ordered[0]
+}

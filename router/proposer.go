@@ -57,6 +57,9 @@ type ProposerOptions struct {
 	Log           *slog.Logger
 	Now           func() time.Time
 	Metrics       *Metrics
+	// Control marks every batch as a control batch (cross-shard transaction steps), which a
+	// shard applies even while a prepared transaction blocks it.
+	Control bool
 }
 
 func (o *ProposerOptions) fill() {
@@ -117,12 +120,16 @@ func NewProposer(shardID uint64, propose ProposeFunc, opts ProposerOptions) *Pro
 	opts.fill()
 	p := &Proposer{shardID: shardID, propose: propose, opts: opts, wake: make(chan struct{}, 1)}
 	label := strconv.FormatUint(shardID, 10)
+	if opts.Control {
+		label += "-control"
+	}
 	p.obs = proposerObservers{
 		batchOps:   opts.Metrics.batchOps.WithLabelValues(label),
 		latency:    opts.Metrics.latency.WithLabelValues(label),
 		retryable:  opts.Metrics.retries.WithLabelValues(label, "retryable"),
 		unknown:    opts.Metrics.retries.WithLabelValues(label, "unknown"),
 		outOfOrder: opts.Metrics.retries.WithLabelValues(label, "out_of_order"),
+		blocked:    opts.Metrics.retries.WithLabelValues(label, "blocked"),
 		queue:      opts.Metrics.queueDepth.WithLabelValues(label),
 	}
 	p.ctx, p.stop = context.WithCancel(context.Background())
@@ -190,6 +197,9 @@ func (p *Proposer) requestRepropose() {
 // errOutOfOrder: the shard refused a batch because an earlier one of this proposer is missing.
 var errOutOfOrder = errors.New("router: batch out of order")
 
+// errBlocked: the shard refused a batch while it held a prepared cross-shard transaction.
+var errBlocked = errors.New("router: shard blocked by a prepared transaction")
+
 // reproposeInFlight proposes every unsettled batch again, in seq order, so they re-enter the
 // new leader's log in order at once (rather than one Raft round after another). Called by the
 // loop after LeaderChanged.
@@ -252,9 +262,9 @@ func (b *inflight) install(wait func() ([]byte, error), err error) {
 }
 
 type proposerObservers struct {
-	batchOps, latency              prometheus.Observer
-	retryable, unknown, outOfOrder prometheus.Counter
-	queue                          prometheus.Gauge
+	batchOps, latency                       prometheus.Observer
+	retryable, unknown, outOfOrder, blocked prometheus.Counter
+	queue                                   prometheus.Gauge
 }
 
 type inflight struct {
@@ -320,7 +330,7 @@ func (p *Proposer) next() *inflight {
 	p.mu.queue = p.mu.queue[:rest]
 	p.mu.bytes -= size
 	p.mu.seq++
-	b := shard.Batch{Proposer: p.mu.id, Seq: p.mu.seq, Time: now.UnixMilli(), Ops: make([]shard.Op, n)}
+	b := shard.Batch{Proposer: p.mu.id, Seq: p.mu.seq, Time: now.UnixMilli(), Control: p.opts.Control, Ops: make([]shard.Op, n)}
 	for i, r := range reqs {
 		b.Ops[i] = r.Op
 	}
@@ -360,6 +370,10 @@ func (p *Proposer) run(b *inflight) {
 
 func (p *Proposer) settle(b *inflight) ([]shard.OpResult, error) {
 	backoff := 5 * time.Millisecond
+	if p.opts.Control {
+		backoff = time.Millisecond
+	}
+	blockedWait := time.Millisecond
 	a := b.att.Load()
 	for {
 		out, err := a.wait, a.err
@@ -384,6 +398,11 @@ func (p *Proposer) settle(b *inflight) ([]shard.OpResult, error) {
 				// A predecessor is not applied yet (it was dropped, or overtaken).
 				p.obs.outOfOrder.Inc()
 				err = errOutOfOrder
+			case shard.BatchBlocked:
+				// The shard holds a prepared cross-shard transaction and applied nothing;
+				// propose again (with the usual backoff) once it is likely resolved.
+				p.obs.blocked.Inc()
+				err = errBlocked
 			default:
 				return nil, ErrOutcomeUnknown
 			}
@@ -399,6 +418,15 @@ func (p *Proposer) settle(b *inflight) ([]shard.OpResult, error) {
 			// LeaderChanged already asked the loop to propose again.
 		case errors.Is(err, errOutOfOrder):
 			p.requestRepropose()
+		case errors.Is(err, errBlocked):
+			select {
+			case <-time.After(blockedWait):
+				p.requestRepropose()
+			case <-a.next:
+			case <-p.ctx.Done():
+				return nil, ErrStopped
+			}
+			blockedWait = min(2*blockedWait, 50*time.Millisecond)
 		default:
 			if errors.Is(err, ErrRetryable) {
 				p.obs.retryable.Inc()

@@ -134,7 +134,7 @@ func TestProposerStopFailsQueued(t *testing.T) {
 }
 
 func TestLookupLongestMount(t *testing.T) {
-	r := New([]uint64{2, 3, 4}, []uint8{1, 2, 3}, nil)
+	r := New([]uint64{2, 3, 4}, []uint8{1, 2, 3}, PlaceSingle, nil)
 	r.SetMounts([]Mount{{"/", 2}, {"/kafka", 3}, {"/kafka/brokers", 4}})
 	for _, tc := range []struct {
 		path string
@@ -149,7 +149,7 @@ func TestLookupLongestMount(t *testing.T) {
 // TestLastZxidIgnoresUnmountedShards: a shard that serves no subtree does not raise the zxid
 // put in reply headers.
 func TestLastZxidIgnoresUnmountedShards(t *testing.T) {
-	r := New([]uint64{2, 3}, []uint8{1, 2}, nil)
+	r := New([]uint64{2, 3}, []uint8{1, 2}, PlaceSingle, nil)
 	mk := func(tag uint8, now int64) *shard.View {
 		st := shard.NewState(shard.StateConfig{Tag: tag, OwnsRoot: tag == 1})
 		st.Apply(&shard.Batch{Proposer: 1, Seq: 1, Time: now, Ops: []shard.Op{createOp("/x")}})

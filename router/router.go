@@ -5,6 +5,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/corral/corral/shard"
 )
@@ -18,12 +19,18 @@ type Shard struct {
 	ID       uint64
 	Tag      uint8
 	Proposer *Proposer
+	// Control proposes the cross-shard transaction steps (prepare, commit, abort, resolve) in
+	// control batches, which the shard applies even while a prepared transaction blocks it.
+	Control *Proposer
+
+	closer closer
 
 	regMu   sync.RWMutex
 	view    atomic.Pointer[shard.View]
 	trigger Trigger
 	maxZxid *atomic.Int64
-	mounted atomic.Bool // serves a subtree in the mount table
+	mounted atomic.Bool  // serves a subtree in the mount table
+	lag     atomic.Int64 // test hook: nanoseconds every apply of this replica is held back
 	ready   chan struct{}
 	once    sync.Once
 }
@@ -67,23 +74,36 @@ type Mount struct {
 
 // Router resolves paths to shards and is the shard state machines' apply listener.
 type Router struct {
-	shards  map[uint64]*Shard
-	ordered []*Shard
-	mounts  atomic.Pointer[[]Mount] // sorted by descending path length
-	maxZxid atomic.Int64
+	shards    map[uint64]*Shard
+	ordered   []*Shard
+	ids       []uint64
+	placement Placement
+	mounts    atomic.Pointer[[]Mount] // sorted by descending path length
+	maxZxid   atomic.Int64
+	sync      SyncFunc
+	txn       txnOptions
 }
 
-// New returns a router over the given data shards; trigger receives every applied event.
-func New(shardIDs []uint64, tags []uint8, trigger Trigger) *Router {
-	r := &Router{shards: map[uint64]*Shard{}}
+// New returns a router over the given data shards (the first is the root shard, which holds
+// "/"); trigger receives every applied event. With PlaceHash every shard serves top-level
+// subtrees; with PlaceSingle only the root shard serves znodes.
+func New(shardIDs []uint64, tags []uint8, placement Placement, trigger Trigger) *Router {
+	r := &Router{shards: map[uint64]*Shard{}, placement: placement, ids: append([]uint64(nil), shardIDs...)}
 	for i, id := range shardIDs {
 		s := &Shard{ID: id, Tag: tags[i], trigger: trigger, maxZxid: &r.maxZxid, ready: make(chan struct{})}
+		s.closer.init()
 		r.shards[id] = s
 		r.ordered = append(r.ordered, s)
 	}
 	r.SetMounts([]Mount{{Path: "/", ShardID: shardIDs[0]}})
 	return r
 }
+
+// Placement returns how top-level znodes are spread over the shards.
+func (r *Router) Placement() Placement { return r.placement }
+
+// Root returns the root shard (it holds "/" and "/zookeeper").
+func (r *Router) Root() *Shard { return r.ordered[0] }
 
 // SetMounts replaces the mount table.
 func (r *Router) SetMounts(m []Mount) {
@@ -93,7 +113,8 @@ func (r *Router) SetMounts(m []Mount) {
 		in[mt.ShardID] = true
 	}
 	for id, s := range r.shards {
-		s.mounted.Store(in[id])
+		// Under PlaceHash every shard serves top-level subtrees.
+		s.mounted.Store(in[id] || r.placement == PlaceHash)
 	}
 	sort.Slice(cp, func(i, j int) bool { return len(cp[i].Path) > len(cp[j].Path) })
 	r.mounts.Store(&cp)
@@ -102,8 +123,18 @@ func (r *Router) SetMounts(m []Mount) {
 // Mounts returns the mount table.
 func (r *Router) Mounts() []Mount { return append([]Mount(nil), *r.mounts.Load()...) }
 
-// Lookup returns the shard serving path: the one mounted at its longest mounted prefix.
+// Lookup returns the shard serving path. Under PlaceHash: the root shard for "/", for
+// "/zookeeper" and for top-level names that end in ten digits (what a sequential create at the
+// top level produces, so such creates stay on one shard), else TopLevelShard of the path's
+// top-level name. Under PlaceSingle: the shard mounted at the longest mounted prefix.
 func (r *Router) Lookup(path string) *Shard {
+	if r.placement == PlaceHash {
+		name := topLevelName(path)
+		if name == "" || hasSequentialSuffix(name) {
+			return r.ordered[0]
+		}
+		return r.shards[TopLevelShard(name, r.ids)]
+	}
 	for _, m := range *r.mounts.Load() {
 		if m.Path == "/" || path == m.Path || strings.HasPrefix(path, m.Path) && len(path) > len(m.Path) && path[len(m.Path)] == '/' {
 			return r.shards[m.ShardID]
@@ -128,9 +159,17 @@ func (r *Router) LastZxid() int64 { return r.maxZxid.Load() }
 // Applied implements shard.Listener.
 func (r *Router) Applied(shardID uint64, v *shard.View, events []shard.Event) {
 	if s := r.shards[shardID]; s != nil {
+		if d := s.lag.Load(); d > 0 && len(events) > 0 {
+			time.Sleep(time.Duration(d))
+		}
 		s.publish(v, events)
 	}
 }
+
+// SetApplyLag makes this server's replica of a shard hold back every apply that changes
+// something by d (0 turns it off). Tests use it to make one replica lag behind the others, as a
+// slow disk or a loaded server would, so that the cross-shard read rule is actually exercised.
+func (s *Shard) SetApplyLag(d time.Duration) { s.lag.Store(int64(d)) }
 
 // LockAll takes every shard's registration lock in shared mode, in id order (for watches that
 // span shards, such as setWatches and recursive watches on "/").

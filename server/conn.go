@@ -26,6 +26,13 @@ type conn struct {
 	sessionID int64
 	timeout   time.Duration
 	lastZxid  atomic.Int64
+	// lastWriteShard is the shard of the connection's latest write (0: none yet, or a
+	// cross-shard transaction). A write to another shard first waits for the earlier writes'
+	// replies, so a session's writes are applied in order across shards (reader goroutine only).
+	lastWriteShard uint64
+	// watched is set once the connection registered a watch: its reads then also catch up the
+	// other shards, so events of changes a reply depends on are queued before it.
+	watched atomic.Bool
 	// closingSession is set while this connection runs closeSession: the session table's close
 	// notification must not cut the connection before the reply is sent.
 	closingSession atomic.Bool
@@ -166,13 +173,16 @@ func (c *conn) send(frame []byte) {
 }
 
 // reply queues a reply directly (no pending earlier replies).
-func (c *conn) reply(xid int32, err wire.Err, body wire.Record) {
+func (c *conn) reply(xid int32, err wire.Err, body wire.Record) { c.replyAt(xid, err, body, 0) }
+
+// replyAt queues a reply whose content reflects state up to zxid (the view it was read from).
+func (c *conn) replyAt(xid int32, err wire.Err, body wire.Record, zxid int64) {
 	if err != wire.ErrOK {
 		body = nil // error replies have no body
 	}
 	c.out.Lock()
 	if !c.out.closed {
-		c.out.buf = wire.AppendReply(c.out.buf, wire.ReplyHeader{Xid: xid, Zxid: c.replyZxid(0), Err: err}, body)
+		c.out.buf = wire.AppendReply(c.out.buf, wire.ReplyHeader{Xid: xid, Zxid: c.replyZxid(zxid), Err: err}, body)
 	}
 	c.out.Unlock()
 	c.signal()
@@ -186,13 +196,12 @@ func (c *conn) countReply(err wire.Err) {
 	}
 }
 
-// replyZxid is the zxid for a reply header: the server's last processed zxid, never below what
-// the connection has seen or the op's own zxid.
-func (c *conn) replyZxid(opZxid int64) int64 {
-	z := c.s.o.Router.LastZxid()
-	if opZxid > z {
-		z = opZxid
-	}
+// replyZxid is the zxid for a reply header: the zxid of the state the reply reflects (a write's
+// own zxid, the zxid of the view a read used), never below what the connection has seen. It is
+// not the server's largest applied zxid over all shards: the connection's zxid is also the
+// dependency its reads wait for (router.EnsureClosed), and a zxid of a shard the client never
+// looked at would make its reads of an idle shard wait for a catch-up for nothing.
+func (c *conn) replyZxid(z int64) int64 {
 	for {
 		cur := c.lastZxid.Load()
 		if z <= cur {

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"errors"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -91,18 +92,22 @@ func (c *conn) handle(frame []byte) bool {
 	defer func() { c.s.stats.observe(time.Since(start)) }()
 	switch h.Op {
 	case wire.OpExists, wire.OpGetData, wire.OpGetChildren, wire.OpGetChildren2:
-		c.handleWatchableRead(h, rec)
+		return c.handleWatchableRead(h, rec)
 	case wire.OpGetACL, wire.OpGetAllChildrenNumber:
 		path := readPath(rec)
 		sh := c.s.o.Router.Lookup(path)
-		errc, resp := sh.View().Read(h.Op, rec, c.AuthIDs())
-		c.reply(h.Xid, errc, resp)
+		v, ok := c.readView(sh)
+		if !ok {
+			return false
+		}
+		errc, resp := v.Read(h.Op, rec, c.AuthIDs())
+		c.replyAt(h.Xid, errc, resp, v.Zxid())
 	case wire.OpGetEphemerals:
 		c.handleGetEphemerals(h, rec.(*wire.GetEphemeralsRequest))
 	case wire.OpMultiRead:
-		c.handleMultiRead(h, rec.(*wire.MultiRequest))
+		return c.handleMultiRead(h, rec.(*wire.MultiRequest))
 	case wire.OpSetWatches, wire.OpSetWatches2:
-		c.handleSetWatches(h, rec)
+		return c.handleSetWatches(h, rec)
 	case wire.OpAddWatch:
 		c.handleAddWatch(h, rec.(*wire.AddWatchRequest))
 	case wire.OpCheckWatches, wire.OpRemoveWatches:
@@ -143,7 +148,7 @@ func readPath(rec wire.Record) string {
 
 // handleWatchableRead serves exists, getData, getChildren and getChildren2, registering the
 // watch under the shard's registration lock (see the package doc).
-func (c *conn) handleWatchableRead(h wire.RequestHeader, rec wire.Record) {
+func (c *conn) handleWatchableRead(h wire.RequestHeader, rec wire.Record) bool {
 	var path string
 	var watch bool
 	switch r := rec.(type) {
@@ -155,13 +160,19 @@ func (c *conn) handleWatchableRead(h wire.RequestHeader, rec wire.Record) {
 		path, watch = r.Path, r.Watch
 	}
 	sh := c.s.o.Router.Lookup(path)
-	if !watch {
-		errc, resp := sh.View().Read(h.Op, rec, c.AuthIDs())
-		c.reply(h.Xid, errc, resp)
-		return
+	v, ok := c.readView(sh)
+	if !ok {
+		return false
 	}
+	if !watch {
+		errc, resp := v.Read(h.Op, rec, c.AuthIDs())
+		c.replyAt(h.Xid, errc, resp, v.Zxid())
+		return true
+	}
+	c.watched.Store(true)
 	unlock := sh.RegisterLock()
-	errc, resp := sh.View().Read(h.Op, rec, c.AuthIDs())
+	v = sh.View() // the newest view: registration is ordered against triggering under the lock
+	errc, resp := v.Read(h.Op, rec, c.AuthIDs())
 	switch {
 	case h.Op == wire.OpExists && (errc == wire.ErrOK || errc == wire.ErrNoNode):
 		// exists registers a data watch whether or not the node exists.
@@ -171,8 +182,9 @@ func (c *conn) handleWatchableRead(h wire.RequestHeader, rec wire.Record) {
 	case (h.Op == wire.OpGetChildren || h.Op == wire.OpGetChildren2) && errc == wire.ErrOK:
 		c.s.o.Hub.AddChild(c, path)
 	}
-	c.reply(h.Xid, errc, resp)
+	c.replyAt(h.Xid, errc, resp, v.Zxid())
 	unlock()
+	return true
 }
 
 func (c *conn) handleGetEphemerals(h wire.RequestHeader, r *wire.GetEphemeralsRequest) {
@@ -185,18 +197,34 @@ func (c *conn) handleGetEphemerals(h wire.RequestHeader, r *wire.GetEphemeralsRe
 	if all == nil {
 		all = []string{}
 	}
+	// A top-level ephemeral on another shard than "/" is listed by its own shard and by the
+	// root shard's child entry.
 	sort.Strings(all)
+	all = slices.Compact(all)
 	c.reply(h.Xid, wire.ErrOK, &wire.GetEphemeralsResponse{Ephemerals: all})
 }
 
-func (c *conn) handleMultiRead(h wire.RequestHeader, m *wire.MultiRequest) {
+func (c *conn) handleMultiRead(h wire.RequestHeader, m *wire.MultiRequest) bool {
 	resp := &wire.MultiResponse{Results: make([]wire.MultiResult, 0, len(m.Ops))}
 	ids := c.AuthIDs()
+	var zxid int64
 	for _, op := range m.Ops {
 		var res wire.MultiResult
+		var path string
 		switch {
 		case op.GetData != nil:
-			errc, rr := c.s.o.Router.Lookup(op.GetData.Path).View().Read(wire.OpGetData, op.GetData, ids)
+			path = op.GetData.Path
+		case op.GetChildren != nil:
+			path = op.GetChildren.Path
+		}
+		v, ok := c.readView(c.s.o.Router.Lookup(path))
+		if !ok {
+			return false
+		}
+		zxid = max(zxid, v.Zxid())
+		switch {
+		case op.GetData != nil:
+			errc, rr := v.Read(wire.OpGetData, op.GetData, ids)
 			if errc == wire.ErrOK {
 				g := rr.(*wire.GetDataResponse)
 				res = wire.MultiResult{Op: wire.OpGetData, Data: g.Data, Stat: g.Stat}
@@ -204,7 +232,7 @@ func (c *conn) handleMultiRead(h wire.RequestHeader, m *wire.MultiRequest) {
 				res = wire.MultiResult{Op: wire.OpError, Err: errc}
 			}
 		case op.GetChildren != nil:
-			errc, rr := c.s.o.Router.Lookup(op.GetChildren.Path).View().Read(wire.OpGetChildren, op.GetChildren, ids)
+			errc, rr := v.Read(wire.OpGetChildren, op.GetChildren, ids)
 			if errc == wire.ErrOK {
 				res = wire.MultiResult{Op: wire.OpGetChildren, Children: rr.(*wire.GetChildrenResponse).Children}
 			} else {
@@ -213,10 +241,11 @@ func (c *conn) handleMultiRead(h wire.RequestHeader, m *wire.MultiRequest) {
 		}
 		resp.Results = append(resp.Results, res)
 	}
-	c.reply(h.Xid, wire.ErrOK, resp)
+	c.replyAt(h.Xid, wire.ErrOK, resp, zxid)
+	return true
 }
 
-func (c *conn) handleSetWatches(h wire.RequestHeader, rec wire.Record) {
+func (c *conn) handleSetWatches(h wire.RequestHeader, rec wire.Record) bool {
 	var rel int64
 	var data, exist, child, pers, rec2 []string
 	switch r := rec.(type) {
@@ -242,6 +271,18 @@ func (c *conn) handleSetWatches(h wire.RequestHeader, rec wire.Record) {
 			*l = nil
 		}
 	}
+	// Every shard first reflects what the client saw (a session moving to this server may have
+	// seen writes this server's replicas have not applied yet), so the catch-up below compares
+	// relZxid with state at least as new as the client's.
+	c.watched.Store(true)
+	ctx, cancel := context.WithTimeout(context.Background(), c.writeTimeout())
+	defer cancel()
+	for _, sh := range c.s.o.Router.Shards() {
+		if err := c.s.o.Router.EnsureClosed(ctx, sh, max(rel, c.lastZxid.Load())); err != nil {
+			c.catchUpFailed(sh, err)
+			return false
+		}
+	}
 	unlock := c.s.o.Router.LockAll()
 	lookup := func(path string) (int64, int64, bool) {
 		sh := c.s.o.Router.Lookup(path)
@@ -262,6 +303,7 @@ func (c *conn) handleSetWatches(h wire.RequestHeader, rec wire.Record) {
 		c.reply(h.Xid, wire.ErrOK, nil)
 	}
 	unlock()
+	return true
 }
 
 // handleAddWatch registers a persistent (recursive) watch. As in ZooKeeper 3.8.0 the path is not
@@ -273,6 +315,7 @@ func (c *conn) handleAddWatch(h wire.RequestHeader, r *wire.AddWatchRequest) {
 		c.reply(h.Xid, wire.ErrMarshallingError, nil)
 		return
 	}
+	c.watched.Store(true)
 	unlock := c.s.o.Router.LockAll()
 	if r.Mode == wire.AddWatchPersistent {
 		c.s.o.Hub.AddPersistent(c, r.Path)
@@ -420,20 +463,46 @@ func dedupIDs(ids []wire.ID) []wire.ID {
 	return out
 }
 
-// handleWrite proposes a write to its shard; the reply is queued in order when it is applied.
+// handleWrite proposes a write to its shard; the reply is queued in order when it is applied. A
+// write spanning shards (a multi over several, or the create or delete of a top-level znode
+// that lives on another shard than "/") runs as a cross-shard transaction (handleTxn).
 func (c *conn) handleWrite(h wire.RequestHeader, body []byte) bool {
-	path, err := writePath(h.Op, body)
+	rec, err := wire.DecodeRequest(h.Op, body)
 	if err != nil {
 		sl := c.reserve("write")
 		c.s.o.Log.Warn("undecodable write request", "op", opName(h.Op), "remote", c.nc.RemoteAddr().String(), "err", err)
 		c.complete(sl, c.frame(h.Xid, wire.ErrMarshallingError, 0, nil))
 		return true
 	}
-	sh := c.s.o.Router.Lookup(path)
+	r := c.s.o.Router
+	var sh *router.Shard
+	if m, ok := rec.(*wire.MultiRequest); ok {
+		one, roles := r.PlanMulti(m)
+		if roles != nil {
+			return c.handleTxn(h, *m, roles, false)
+		}
+		sh = one
+	} else {
+		path, create, seq := writeTarget(rec)
+		if (create || h.Op == wire.OpDelete) && r.MountPoint(path, seq) {
+			if m, ok := singleAsMulti(h.Op, rec); ok {
+				_, roles := r.PlanMulti(&m)
+				return c.handleTxn(h, m, roles, true)
+			}
+		}
+		if create {
+			sh = r.CreateShard(path, seq)
+		} else {
+			sh = r.Lookup(path)
+		}
+	}
 	if sh == nil {
 		sl := c.reserve("write")
 		c.complete(sl, c.frame(h.Xid, wire.ErrSystemError, 0, nil))
 		return true
+	}
+	if !c.writeBarrier(sh.ID) {
+		return false
 	}
 	sl := c.reserve("write")
 	op := shard.Op{Session: c.sessionID, Auth: c.AuthIDs(), Code: h.Op, Body: append([]byte(nil), body...),
@@ -473,48 +542,27 @@ func (c *conn) frame(xid int32, errc wire.Err, opZxid int64, body []byte) []byte
 	return e.Bytes()
 }
 
-// writePath decodes just enough of a write to route it: the path of its (first) target.
-func writePath(op wire.OpCode, body []byte) (string, error) {
-	rec, err := wire.DecodeRequest(op, body)
-	if err != nil {
-		return "", err
+// writeTarget returns the path a (non-multi) write targets and whether it is a create, and a
+// sequential one.
+func writeTarget(rec wire.Record) (path string, create, seq bool) {
+	isSeq := func(f int32) bool {
+		return f == wire.FlagPersistentSequential || f == wire.FlagEphemeralSequential || f == wire.FlagPersistentSequentialWithTTL
 	}
 	switch r := rec.(type) {
 	case *wire.CreateRequest:
-		return r.Path, nil
+		return r.Path, true, isSeq(r.Flags)
 	case *wire.CreateTTLRequest:
-		return r.Path, nil
+		return r.Path, true, isSeq(r.Flags)
 	case *wire.DeleteRequest:
-		return r.Path, nil
+		return r.Path, false, false
 	case *wire.SetDataRequest:
-		return r.Path, nil
+		return r.Path, false, false
 	case *wire.SetACLRequest:
-		return r.Path, nil
+		return r.Path, false, false
 	case *wire.CheckVersionRequest:
-		return r.Path, nil
-	case *wire.MultiRequest:
-		if len(r.Ops) == 0 {
-			return "/", nil
-		}
-		return multiOpPath(r.Ops[0]), nil
+		return r.Path, false, false
 	}
-	return "/", nil
-}
-
-func multiOpPath(op wire.MultiOp) string {
-	switch {
-	case op.Create != nil:
-		return op.Create.Path
-	case op.CreateTTL != nil:
-		return op.CreateTTL.Path
-	case op.Delete != nil:
-		return op.Delete.Path
-	case op.SetData != nil:
-		return op.SetData.Path
-	case op.Check != nil:
-		return op.Check.Path
-	}
-	return "/"
+	return "/", false, false
 }
 
 // handleSync makes this server's replica of the path's shard catch up with the leader, then
@@ -539,7 +587,7 @@ func (c *conn) handleSync(h wire.RequestHeader, body []byte) bool {
 			c.complete(sl, c.frame(h.Xid, wire.ErrOperationTimeout, 0, nil))
 			return
 		}
-		c.complete(sl, c.frame(h.Xid, wire.ErrOK, 0, encodeRecord(&wire.SyncResponse{Path: r.Path})))
+		c.complete(sl, c.frame(h.Xid, wire.ErrOK, sh.View().Zxid(), encodeRecord(&wire.SyncResponse{Path: r.Path})))
 	}()
 	return true
 }

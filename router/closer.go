@@ -1,0 +1,129 @@
+package router
+
+import (
+	"context"
+	"sync"
+	"time"
+)
+
+// SyncFunc makes this server's replica of a shard catch up with everything committed before
+// the call (a ReadIndex).
+type SyncFunc func(ctx context.Context, shardID uint64) error
+
+// closer serves the cross-shard read rule for one shard (docs/design.md, "Reads across
+// shards"): a read that depends on zxid d may use the local view once every write of this
+// shard committed before d was observed is applied locally. Requests that need a catch-up share
+// ReadIndex rounds: a round covers only requests that arrived before it started, so a request
+// arriving while a round is in flight waits for the next one.
+type closer struct {
+	mu sync.Mutex
+	// closed: every write of the shard committed before this server had observed zxid
+	// `closed` is applied locally (set from the server-wide maximum when a round started).
+	closed  int64
+	current *round // in flight, started before the newest arrivals
+	next    *round // starts when current ends; collects the arrivals meanwhile
+}
+
+type round struct {
+	done     chan struct{}
+	err      error
+	observed int64 // the server's largest applied zxid when the round started
+}
+
+func (c *closer) init() {}
+
+// SetSync installs the catch-up function EnsureClosed uses (cluster wiring).
+func (r *Router) SetSync(f SyncFunc) { r.sync = f }
+
+// EnsureClosed returns once the local view of sh reflects every write of sh that committed
+// before the caller observed zxid d: at once when the view's zxid is at least d (zxids grow
+// in apply order on a shard, and a prepared transaction commits above the view's zxid) or a
+// finished catch-up round already covers d; otherwise after a ReadIndex round that started
+// after the call, followed by the local resolution of a transaction the shard holds prepared
+// (its commit may carry a zxid at most d and be applied elsewhere already).
+func (r *Router) EnsureClosed(ctx context.Context, sh *Shard, d int64) error {
+	if v := sh.View(); v != nil && v.Zxid() >= d {
+		return nil
+	}
+	c := &sh.closer
+	c.mu.Lock()
+	if d <= c.closed {
+		c.mu.Unlock()
+		return nil
+	}
+	rd := c.next
+	if rd == nil {
+		rd = &round{done: make(chan struct{})}
+		if c.current == nil {
+			c.current = rd
+			rd.observed = r.maxZxid.Load()
+			go r.runRound(sh, rd)
+		} else {
+			c.next = rd
+		}
+	}
+	c.mu.Unlock()
+	select {
+	case <-rd.done:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	if rd.err != nil {
+		return rd.err
+	}
+	return waitUnblocked(ctx, sh)
+}
+
+// runRound runs one catch-up round and starts the next one if requests queued for it.
+func (r *Router) runRound(sh *Shard, rd *round) {
+	for rd != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		if r.sync == nil {
+			rd.err = ErrStopped
+		} else {
+			rd.err = r.sync(ctx, sh.ID)
+		}
+		if rd.err == nil {
+			rd.err = waitUnblocked(ctx, sh)
+		}
+		cancel()
+		c := &sh.closer
+		c.mu.Lock()
+		if rd.err == nil && rd.observed > c.closed {
+			c.closed = rd.observed
+		}
+		close(rd.done)
+		rd = c.next
+		c.next = nil
+		c.current = rd
+		if rd != nil {
+			rd.observed = r.maxZxid.Load()
+		}
+		c.mu.Unlock()
+	}
+}
+
+// waitUnblocked waits until the local view holds no prepared transaction that was prepared
+// when it was called.
+func waitUnblocked(ctx context.Context, sh *Shard) error {
+	v := sh.View()
+	if v == nil {
+		return nil
+	}
+	info, ok := v.Prepared()
+	if !ok {
+		return nil
+	}
+	t := time.NewTicker(time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+		}
+		if cur, ok := sh.View().Prepared(); !ok || cur.ID != info.ID {
+			return nil
+		}
+	}
+}

@@ -1,0 +1,328 @@
+package router
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sort"
+	"time"
+
+	"github.com/corral/corral/shard"
+	"github.com/corral/corral/wire"
+)
+
+// Cross-shard transactions (docs/design.md, "Cross-shard transactions").
+//
+// The coordinator is the server that received the request. It prepares the transaction on
+// every participant (each validates its own ops, and a prepared shard applies nothing else),
+// then commits it with one zxid Z — above every participant's floor, with the anchor's tag —
+// first on the anchor (the participant with the smallest shard id, which records the decision),
+// then on the others. A participant left prepared past the deadline (its coordinator died) is
+// resolved by RecoverTxn: the anchor's recorded decision wins, an undecided anchor aborts.
+
+// txnOptions tune the coordinator.
+type txnOptions struct {
+	deadline time.Duration // a prepared txn older than this may be resolved by recovery
+}
+
+// TxnDeadline is how long a participant may stay prepared before any server resolves it.
+const TxnDeadline = 3 * time.Second
+
+// TxnRequest is a write whose ops live on several shards.
+type TxnRequest struct {
+	Session  int64
+	Auth     []wire.ID
+	MinZxid  int64
+	Internal bool // server-generated: no ACL checks
+	Multi    wire.MultiRequest
+}
+
+// TxnResult is the outcome of a cross-shard transaction.
+type TxnResult struct {
+	// Results are ZooKeeper's per-op multi results: the applied ops' results on success, error
+	// results (earlier ops OK, the failing op its code, later ops RUNTIMEINCONSISTENCY) on failure.
+	Results []wire.MultiResult
+	Failed  bool
+	// FailErr is the failing op's code; MARSHALLINGERROR with nil Results when the request as a
+	// whole is malformed.
+	FailErr wire.Err
+	Zxid    int64
+}
+
+// ErrTxnGaveUp: the transaction kept meeting other transactions until its context ended;
+// nothing was applied.
+var ErrTxnGaveUp = errors.New("router: cross-shard transaction did not get through")
+
+// opTarget returns the path of a multi op and whether it is a create (and sequential) or delete.
+func opTarget(op *wire.MultiOp) (path string, create, seq, del bool) {
+	switch {
+	case op.Create != nil:
+		return op.Create.Path, true, op.Create.Flags == wire.FlagPersistentSequential || op.Create.Flags == wire.FlagEphemeralSequential || op.Create.Flags == wire.FlagPersistentSequentialWithTTL, false
+	case op.CreateTTL != nil:
+		return op.CreateTTL.Path, true, op.CreateTTL.Flags == wire.FlagPersistentSequentialWithTTL || op.CreateTTL.Flags == wire.FlagPersistentSequential || op.CreateTTL.Flags == wire.FlagEphemeralSequential, false
+	case op.Delete != nil:
+		return op.Delete.Path, false, false, true
+	case op.SetData != nil:
+		return op.SetData.Path, false, false, false
+	case op.Check != nil:
+		return op.Check.Path, false, false, false
+	}
+	return "/", false, false, false
+}
+
+// PlanMulti returns the participants of a multi with each one's role per op. When the multi
+// needs no transaction (every op on one shard, no top-level create or delete across shards) it
+// returns that shard and nil roles.
+func (r *Router) PlanMulti(m *wire.MultiRequest) (*Shard, map[uint64][]shard.TxnRole) {
+	roles := map[uint64][]shard.TxnRole{}
+	set := func(id uint64, i int, role shard.TxnRole) {
+		rs := roles[id]
+		if rs == nil {
+			rs = make([]shard.TxnRole, len(m.Ops))
+			roles[id] = rs
+		}
+		rs[i] = role
+	}
+	split := false
+	for i := range m.Ops {
+		path, create, seq, del := opTarget(&m.Ops[i])
+		if (create || del) && r.MountPoint(path, seq) {
+			split = true
+			set(r.Root().ID, i, shard.RoleParent)
+			set(r.Lookup(path).ID, i, shard.RoleNode)
+			continue
+		}
+		sh := r.Lookup(path)
+		if create {
+			sh = r.CreateShard(path, seq)
+		}
+		set(sh.ID, i, shard.RoleFull)
+	}
+	if !split && len(roles) <= 1 {
+		for id := range roles {
+			return r.shards[id], nil
+		}
+		return r.Root(), nil
+	}
+	return nil, roles
+}
+
+// RunTxn runs a cross-shard transaction with the roles PlanMulti returned. An error means the
+// outcome is unknown to this server (it may still commit through recovery): the caller treats
+// it as ZooKeeper treats a lost leader, by closing the client's connection.
+func (r *Router) RunTxn(ctx context.Context, req *TxnRequest, roles map[uint64][]shard.TxnRole) (TxnResult, error) {
+	parts := make([]uint64, 0, len(roles))
+	for id := range roles {
+		parts = append(parts, id)
+	}
+	sort.Slice(parts, func(i, j int) bool { return parts[i] < parts[j] })
+	backoff := time.Millisecond
+	for {
+		res, retry, err := r.tryTxn(ctx, req, parts, roles)
+		if err != nil || !retry {
+			return res, err
+		}
+		// Another transaction held a participant, or recovery aborted this one: nothing was
+		// applied; try again with a new id after a short random pause.
+		select {
+		case <-ctx.Done():
+			return TxnResult{}, ErrTxnGaveUp
+		case <-time.After(backoff + time.Duration(rand.Int64N(int64(backoff)))):
+		}
+		backoff = min(2*backoff, 50*time.Millisecond)
+	}
+}
+
+type partReply struct {
+	id    uint64
+	reply shard.TxnReply
+	err   error
+}
+
+// control submits one txn op to a participant's control proposer and decodes the reply.
+func (r *Router) control(id uint64, op shard.Op, out chan<- partReply) {
+	sh := r.shards[id]
+	sh.Control.Submit(&Request{Op: op, Done: func(res shard.OpResult, err error) {
+		pr := partReply{id: id, err: err}
+		if err == nil {
+			if res.Err != wire.ErrOK {
+				pr.err = fmt.Errorf("router: txn op on shard %d: %s", id, res.Err)
+			} else {
+				pr.reply, pr.err = shard.DecodeTxnReply(res.Body)
+			}
+		}
+		out <- pr
+	}})
+}
+
+// broadcast sends op (built per participant) to every listed participant and collects replies.
+func (r *Router) broadcast(ctx context.Context, ids []uint64, op func(id uint64) shard.Op) (map[uint64]partReply, error) {
+	out := make(chan partReply, len(ids))
+	for _, id := range ids {
+		r.control(id, op(id), out)
+	}
+	got := make(map[uint64]partReply, len(ids))
+	for range ids {
+		select {
+		case pr := <-out:
+			got[pr.id] = pr
+		case <-ctx.Done():
+			return got, ctx.Err()
+		}
+	}
+	return got, nil
+}
+
+func (r *Router) abortAll(ids []uint64, txnID uint64) {
+	body := (&shard.TxnAbort{ID: txnID}).AppendTo(nil)
+	out := make(chan partReply, len(ids))
+	for _, id := range ids {
+		r.control(id, shard.Op{Code: shard.OpTxnAbort, Body: body}, out)
+	}
+	// Aborts are idempotent and recovery repeats them if needed; nobody waits for them.
+}
+
+func (r *Router) tryTxn(ctx context.Context, req *TxnRequest, parts []uint64, roles map[uint64][]shard.TxnRole) (TxnResult, bool, error) {
+	txnID := rand.Uint64() | 1
+	anchor := parts[0]
+	deadline := time.Now().Add(TxnDeadline).UnixMilli()
+	prep, err := r.broadcast(ctx, parts, func(id uint64) shard.Op {
+		p := shard.TxnPrepare{ID: txnID, Anchor: anchor, Deadline: deadline, Internal: req.Internal,
+			Multi: req.Multi, Roles: roles[id]}
+		return shard.Op{Session: req.Session, Auth: req.Auth, MinZxid: req.MinZxid, Code: shard.OpTxnPrepare,
+			Body: p.AppendTo(nil)}
+	})
+	for _, pr := range prep {
+		if err == nil && pr.err != nil {
+			err = pr.err
+		}
+	}
+	if err != nil {
+		r.abortAll(parts, txnID)
+		return TxnResult{}, false, err
+	}
+	failIdx, failErr, retry := int32(-2), wire.ErrOK, false
+	var floor int64
+	for _, id := range parts {
+		rep := prep[id].reply
+		switch rep.Outcome {
+		case shard.TxnPrepared:
+			floor = max(floor, rep.Floor)
+		case shard.TxnFailed:
+			// The first failing op in request order; at equal index the parent side (on the
+			// root shard, the smallest id, visited first) wins: ZooKeeper checks the parent
+			// before the node.
+			if failIdx == -2 || rep.FailIndex < failIdx {
+				failIdx, failErr = rep.FailIndex, rep.FailErr
+			}
+		default: // busy, or aborted by recovery
+			retry = true
+		}
+	}
+	if failIdx != -2 || retry {
+		r.abortAll(parts, txnID)
+		if failIdx == -2 {
+			return TxnResult{}, true, nil
+		}
+		return failedResult(len(req.Multi.Ops), failIdx, failErr), false, nil
+	}
+	anchorTag := r.shards[anchor].Tag
+	zxid := floor<<8 | int64(anchorTag)
+	commit := func(id uint64) shard.Op {
+		return shard.Op{Code: shard.OpTxnCommit, Body: (&shard.TxnCommit{ID: txnID, Zxid: zxid, Time: CommitTime(zxid)}).AppendTo(nil)}
+	}
+	first, err := r.broadcast(ctx, parts[:1], commit)
+	if err == nil {
+		err = first[anchor].err
+	}
+	if err != nil {
+		return TxnResult{}, false, err
+	}
+	switch first[anchor].reply.Outcome {
+	case shard.TxnCommitted:
+	case shard.TxnAborted:
+		// Recovery decided abort at the anchor before this commit arrived.
+		r.abortAll(parts, txnID)
+		return TxnResult{}, true, nil
+	default:
+		return TxnResult{}, false, fmt.Errorf("router: anchor shard %d answered commit with outcome %d", anchor, first[anchor].reply.Outcome)
+	}
+	rest, err := r.broadcast(ctx, parts[1:], commit)
+	if err != nil {
+		return TxnResult{}, false, err
+	}
+	results := make([]wire.MultiResult, len(req.Multi.Ops))
+	all := map[uint64]partReply{anchor: first[anchor]}
+	for id, pr := range rest {
+		if pr.err != nil {
+			return TxnResult{}, false, pr.err
+		}
+		if pr.reply.Outcome != shard.TxnCommitted {
+			return TxnResult{}, false, fmt.Errorf("router: shard %d did not commit a transaction its anchor committed (outcome %d)", id, pr.reply.Outcome)
+		}
+		all[id] = pr
+	}
+	for id, pr := range all {
+		for i, role := range roles[id] {
+			if (role == shard.RoleFull || role == shard.RoleNode) && i < len(pr.reply.Results) {
+				results[i] = pr.reply.Results[i]
+			}
+		}
+	}
+	return TxnResult{Results: results, Zxid: zxid}, false, nil
+}
+
+// CommitTime is the ctime/mtime a transaction committed at zxid gets on every participant: the
+// millisecond its zxid's clock counter stands for (recovery derives it from the zxid alone).
+func CommitTime(zxid int64) int64 { return shard.ZxidCounter(zxid) >> 12 }
+
+// failedResult builds ZooKeeper's results of a failed multi.
+func failedResult(n int, failed int32, err wire.Err) TxnResult {
+	if failed < 0 {
+		return TxnResult{Failed: true, FailErr: err}
+	}
+	res := make([]wire.MultiResult, n)
+	for i := range res {
+		res[i] = wire.MultiResult{Op: wire.OpError}
+		switch {
+		case int32(i) == failed:
+			res[i].Err = err
+		case int32(i) > failed:
+			res[i].Err = wire.ErrRuntimeInconsistency
+		}
+	}
+	return TxnResult{Results: res, Failed: true, FailErr: err}
+}
+
+// RecoverTxn resolves the transaction sh holds prepared (its deadline passed): it asks the
+// anchor for the decision — an undecided anchor aborts — and applies it to sh.
+func (r *Router) RecoverTxn(ctx context.Context, sh *Shard, info shard.PreparedInfo) error {
+	body := (&shard.TxnResolve{ID: info.ID}).AppendTo(nil)
+	got, err := r.broadcast(ctx, []uint64{info.Anchor}, func(uint64) shard.Op {
+		return shard.Op{Code: shard.OpTxnResolve, Body: body}
+	})
+	if err != nil {
+		return err
+	}
+	pr := got[info.Anchor]
+	if pr.err != nil {
+		return pr.err
+	}
+	if sh.ID == info.Anchor {
+		return nil // resolving at the anchor already applied the decision there
+	}
+	var op shard.Op
+	switch pr.reply.Outcome {
+	case shard.TxnCommitted:
+		z := pr.reply.Zxid
+		op = shard.Op{Code: shard.OpTxnCommit, Body: (&shard.TxnCommit{ID: info.ID, Zxid: z, Time: CommitTime(z)}).AppendTo(nil)}
+	default:
+		op = shard.Op{Code: shard.OpTxnAbort, Body: (&shard.TxnAbort{ID: info.ID}).AppendTo(nil)}
+	}
+	got, err = r.broadcast(ctx, []uint64{sh.ID}, func(uint64) shard.Op { return op })
+	if err != nil {
+		return err
+	}
+	return got[sh.ID].err
+}
