@@ -198,12 +198,13 @@ func (p *proxy) up(pc *proxyConn) {
 	}
 }
 
-// down copies server to client frame by frame, recording each reply header first.
+// down copies server to client frame by frame, recording each reply header first. When the
+// client is gone it keeps reading (and recording) until the server closes.
 func (p *proxy) down(id int, pc *proxyConn) {
 	defer pc.close()
 	br := bufio.NewReader(pc.server)
 	var lb [4]byte
-	first := true
+	first, clientGone := true, false
 	for {
 		if _, err := io.ReadFull(br, lb[:]); err != nil {
 			return
@@ -229,8 +230,10 @@ func (p *proxy) down(id int, pc *proxyConn) {
 			p.mu.Unlock()
 		}
 		first = false
-		if _, err := pc.client.Write(frame); err != nil {
-			return
+		if !clientGone {
+			if _, err := pc.client.Write(frame); err != nil {
+				clientGone = true
+			}
 		}
 	}
 }
