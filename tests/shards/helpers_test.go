@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"slices"
 	"strconv"
 	"testing"
@@ -42,11 +41,7 @@ var (
 // startCluster starts the ensemble with the default zoo.cfg placement, which must be hash.
 func startCluster(t *testing.T) *testcluster.Cluster {
 	t.Helper()
-	opts := testcluster.Options{Servers: numServers, Shards: numShards}
-	if os.Getenv("SHARDSTEST_EXPLICIT_HASH") == "1" { // TEMP while the default is single
-		opts.Extra = []string{"corral.placement=hash"}
-	}
-	c := testcluster.Start(t, opts)
+	c := testcluster.Start(t, testcluster.Options{Servers: numServers, Shards: numShards})
 	for i := 0; i < numServers; i++ {
 		if p := c.Server(i).Router().Placement(); p != router.PlaceHash {
 			t.Fatalf("server %d: corral.placement is %v by default, want hash", i+1, p)
