@@ -77,6 +77,7 @@ func DefaultConfig() Config {
 		FourLetterWords: DefaultFourLetterWords,
 		MaxBuffer:       0xfffff,
 		Shards:          4,
+		Placement:       router.PlaceHash,
 		RTT:             10 * time.Millisecond,
 		ContainerCheck:  60 * time.Second,
 		SnapshotEntries: 20000,

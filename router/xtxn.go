@@ -212,9 +212,15 @@ func (r *Router) tryTxn(ctx context.Context, req *TxnRequest, parts []uint64, ro
 		case shard.TxnFailed:
 			// The first failing op in request order; at equal index the parent side (on the
 			// root shard, the smallest id, visited first) wins: ZooKeeper checks the parent
-			// before the node.
-			if failIdx == -2 || rep.FailIndex < failIdx {
-				failIdx, failErr = rep.FailIndex, rep.FailErr
+			// before the node. A participant reports -1 when the scan reached a plain create
+			// with a TTL mode (the whole request fails to deserialize there): that happens at
+			// the index of that op, so an earlier op failing elsewhere still wins.
+			idx := rep.FailIndex
+			if idx < 0 {
+				idx = ttlCreateIndex(&req.Multi)
+			}
+			if failIdx == -2 || idx < failIdx {
+				failIdx, failErr = idx, rep.FailErr
 			}
 		default: // busy, or aborted by recovery
 			retry = true
@@ -224,6 +230,9 @@ func (r *Router) tryTxn(ctx context.Context, req *TxnRequest, parts []uint64, ro
 		r.abortAll(parts, txnID)
 		if failIdx == -2 {
 			return TxnResult{}, true, nil
+		}
+		if failIdx == ttlCreateIndex(&req.Multi) && failErr == wire.ErrMarshallingError {
+			failIdx = -1
 		}
 		return failedResult(len(req.Multi.Ops), failIdx, failErr), false, nil
 	}
@@ -276,6 +285,17 @@ func (r *Router) tryTxn(ctx context.Context, req *TxnRequest, parts []uint64, ro
 // CommitTime is the ctime/mtime a transaction committed at zxid gets on every participant: the
 // millisecond its zxid's clock counter stands for (recovery derives it from the zxid alone).
 func CommitTime(zxid int64) int64 { return shard.ZxidCounter(zxid) >> 12 }
+
+// ttlCreateIndex returns the index of the first plain create with a TTL mode in m (which makes
+// ZooKeeper fail the whole multi with MARSHALLINGERROR when it reaches it), or len(m.Ops).
+func ttlCreateIndex(m *wire.MultiRequest) int32 {
+	for i := range m.Ops {
+		if c := m.Ops[i].Create; c != nil && (c.Flags == wire.FlagPersistentWithTTL || c.Flags == wire.FlagPersistentSequentialWithTTL) {
+			return int32(i)
+		}
+	}
+	return int32(len(m.Ops))
+}
 
 // failedResult builds ZooKeeper's results of a failed multi.
 func failedResult(n int, failed int32, err wire.Err) TxnResult {

@@ -294,7 +294,12 @@ func (c *conn) handleSetWatches(h wire.RequestHeader, rec wire.Record) bool {
 			return 0, 0, false
 		}
 		st := n.Stat()
-		return st.Mzxid, st.Pzxid, true
+		if shard.ZxidTag(rel) == sh.Tag {
+			// rel came from this shard's clock: every change of it with a zxid up to rel was
+			// applied (and its event queued) on the client's old server before that reply.
+			return st.Mzxid, st.Pzxid, true
+		}
+		return recentAsNew(st.Mzxid, rel), recentAsNew(st.Pzxid, rel), true
 	}
 	c.s.o.Hub.SetWatches(c, rel, data, exist, child, pers, rec2, lookup)
 	if malformed {
@@ -624,4 +629,24 @@ func opName(op wire.OpCode) string {
 		return n
 	}
 	return "unknown"
+}
+
+// setWatchesWindow is how far back from the time encoded in a reconnecting client's relZxid a
+// change still counts as possibly unseen (docs/design.md §8, "setWatches across shards").
+const setWatchesWindowMs = 10_000
+
+// recentAsNew returns z, or a zxid above rel when z's clock time lies within setWatchesWindowMs
+// before rel's (or after it). relZxid may come from another shard's clock than z: a change with
+// a smaller zxid can have been applied after the client's last reply (its server lagged on that
+// shard, or it committed a little later), so ZooKeeper's "zxid > relZxid" test alone could miss
+// its event. Counting recent changes as new fires at worst a spurious event, which clients
+// tolerate (they re-read); a missed event they cannot detect.
+func recentAsNew(z, rel int64) int64 {
+	if z > rel {
+		return z
+	}
+	if shard.ZxidCounter(z)>>12 >= shard.ZxidCounter(rel)>>12-setWatchesWindowMs {
+		return rel + 1
+	}
+	return z
 }

@@ -139,7 +139,7 @@ func (m *Manager) Touch(id int64) {
 
 // TakeOver reports activity now, making this server the session's owner before it returns.
 func (m *Manager) TakeOver(ctx context.Context, id int64) error {
-	_, err := m.o.Meta.Propose(ctx, EncodeTouch(m.o.Self, m.o.Now().UnixMilli(), []int64{id}))
+	_, err := m.o.Meta.Propose(ctx, EncodeTakeOver(m.o.Self, m.o.Now().UnixMilli(), []int64{id}))
 	return err
 }
 

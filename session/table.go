@@ -34,6 +34,11 @@ const (
 	cmdTouch   byte = 2
 	cmdClose   byte = 3
 	cmdCleaned byte = 4
+	// cmdTakeOver is a Touch that also makes its sender the owner. Plain activity reports never
+	// change the owner: a report of activity a server saw just before the session moved away
+	// can be applied after the new server's take-over, and must not take the session back (the
+	// new server would then close the client's fresh connection as "moved").
+	cmdTakeOver byte = 5
 )
 
 // Result values of applied commands.
@@ -58,8 +63,17 @@ func EncodeCreate(e Entry) []byte {
 
 // EncodeTouch encodes a Touch command: owner saw activity on ids at time now.
 func EncodeTouch(owner uint64, now int64, ids []int64) []byte {
+	return encodeActivity(cmdTouch, owner, now, ids)
+}
+
+// EncodeTakeOver encodes a TakeOver command: owner serves the sessions ids from now on.
+func EncodeTakeOver(owner uint64, now int64, ids []int64) []byte {
+	return encodeActivity(cmdTakeOver, owner, now, ids)
+}
+
+func encodeActivity(cmd byte, owner uint64, now int64, ids []int64) []byte {
 	b := make([]byte, 0, 1+8+8+4+8*len(ids))
-	b = append(b, cmdTouch)
+	b = append(b, cmd)
 	b = binary.BigEndian.AppendUint64(b, owner)
 	b = binary.BigEndian.AppendUint64(b, uint64(now))
 	b = binary.BigEndian.AppendUint32(b, uint32(len(ids)))
@@ -188,7 +202,7 @@ func (t *Table) apply(cmd []byte) (uint64, []Change, error) {
 		}
 		t.mu.sessions[e.ID] = e
 		return ResultOK, nil, nil
-	case cmdTouch:
+	case cmdTouch, cmdTakeOver:
 		if len(body) < 20 {
 			return 0, nil, ErrMalformed
 		}
@@ -208,7 +222,7 @@ func (t *Table) apply(cmd []byte) (uint64, []Change, error) {
 			if now > e.LastSeen {
 				e.LastSeen = now
 			}
-			if e.Owner != owner {
+			if cmd[0] == cmdTakeOver && e.Owner != owner {
 				changes = append(changes, Change{ID: id, Owner: owner, OwnerWas: e.Owner})
 				e.Owner = owner
 			}

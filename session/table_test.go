@@ -30,10 +30,10 @@ func TestTableLifecycle(t *testing.T) {
 		0: {EncodeCreate(Entry{ID: 10, Passwd: pw, Timeout: 4000, Owner: 1, LastSeen: 1000}), ResultOK},
 		1: {EncodeCreate(Entry{ID: 10, Passwd: pw, Timeout: 4000, Owner: 2, LastSeen: 1000}), ResultExists},
 		2: {EncodeTouch(1, 3000, []int64{10, 99}), ResultOK},
-		3: {EncodeClose(10, 6999, true), ResultAlive},    // deadline 3000+4000 not passed
-		4: {EncodeTouch(2, 5000, []int64{10}), ResultOK}, // moved to server 2
-		5: {EncodeClose(10, 9001, true), ResultOK},       // 5000+4000 < 9001: expired
-		6: {EncodeTouch(2, 9500, []int64{10}), ResultOK}, // closing sessions are not revived
+		3: {EncodeClose(10, 6999, true), ResultAlive},       // deadline 3000+4000 not passed
+		4: {EncodeTakeOver(2, 5000, []int64{10}), ResultOK}, // moved to server 2
+		5: {EncodeClose(10, 9001, true), ResultOK},          // 5000+4000 < 9001: expired
+		6: {EncodeTouch(2, 9500, []int64{10}), ResultOK},    // closing sessions are not revived
 		7: {EncodeClose(10, 9600, false), ResultClosing},
 		8: {EncodeCleaned(10), ResultOK},
 		9: {EncodeCleaned(10), ResultNotFound},
@@ -76,5 +76,22 @@ func TestTableRejectsMalformed(t *testing.T) {
 		if _, err := tb.Update(sm.Entry{Index: uint64(i + 1), Cmd: cmd}); err == nil {
 			t.Errorf("#%d: malformed command %v accepted", i, cmd)
 		}
+	}
+}
+
+// TestTouchDoesNotTakeOwnership: an activity report never moves a session; only TakeOver does
+// (a late report from the old server must not take a moved session back).
+func TestTouchDoesNotTakeOwnership(t *testing.T) {
+	var changes []Change
+	tb := NewTable(func(c Change) { changes = append(changes, c) })
+	apply(t, tb, 1, EncodeCreate(Entry{ID: 7, Timeout: 1000, Owner: 1, LastSeen: 10, Passwd: []byte("p")}))
+	apply(t, tb, 2, EncodeTakeOver(2, 20, []int64{7}))
+	apply(t, tb, 3, EncodeTouch(1, 30, []int64{7})) // the old server's late report
+	e, ok := tb.Get(7)
+	if !ok || e.Owner != 2 || e.LastSeen != 30 {
+		t.Fatalf("after take-over by 2 and a late report by 1: %+v", e)
+	}
+	if len(changes) != 1 || changes[0].Owner != 2 || changes[0].OwnerWas != 1 {
+		t.Fatalf("changes %+v, want one move 1 -> 2", changes)
 	}
 }
