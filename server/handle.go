@@ -101,7 +101,23 @@ func (c *conn) handle(frame []byte) bool {
 			return false
 		}
 		errc, resp := v.Read(h.Op, rec, c.AuthIDs())
-		c.replyAt(h.Xid, errc, resp, v.Zxid())
+		zxid := v.Zxid()
+		if n, ok := resp.(*wire.GetAllChildrenNumberResponse); ok && errc == wire.ErrOK && path == "/" {
+			// Every top-level subtree on another shard counts too (the root shard holds
+			// only their child entries, which it does not count).
+			for _, o := range c.s.o.Router.Shards() {
+				if o == sh {
+					continue
+				}
+				ov, ok := c.readView(o)
+				if !ok {
+					return false
+				}
+				n.TotalNumber += int32(ov.Len())
+				zxid = max(zxid, ov.Zxid())
+			}
+		}
+		c.replyAt(h.Xid, errc, resp, zxid)
 	case wire.OpGetEphemerals:
 		c.handleGetEphemerals(h, rec.(*wire.GetEphemeralsRequest))
 	case wire.OpMultiRead:
