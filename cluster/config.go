@@ -59,6 +59,7 @@ type Config struct {
 	SnapshotEntries      uint64        // corral.snapshotEntries: Raft entries between snapshots
 	Unknown              []string      // keys not understood (warned about)
 	applyDelayForTests   time.Duration
+	applyLagForTests     map[uint64]time.Duration
 	SourcePath           string
 	ReplicaCountPerShard int
 }
@@ -248,6 +249,21 @@ func (c *Config) set(k, v string, minST, maxST *time.Duration) error {
 		c.RTT, err = ms()
 	case k == "corral.testing.applyDelay":
 		c.applyDelayForTests, err = time.ParseDuration(v)
+	case k == "corral.testing.applyLag":
+		// shardID:duration[,shardID:duration...]: this server's replica of each listed shard
+		// holds back every apply by the duration (router.Shard.SetApplyLag), for tests that
+		// need a lagging replica in a multi-process ensemble.
+		c.applyLagForTests = map[uint64]time.Duration{}
+		for _, part := range strings.Split(v, ",") {
+			id, dur, ok := strings.Cut(strings.TrimSpace(part), ":")
+			n, perr := strconv.ParseUint(id, 10, 64)
+			d, derr := time.ParseDuration(dur)
+			if !ok || perr != nil || derr != nil {
+				err = fmt.Errorf("want shardID:duration[,...], got %q", part)
+				break
+			}
+			c.applyLagForTests[n] = d
+		}
 	case strings.HasPrefix(k, "server."):
 		p, perr := parsePeer(strings.TrimPrefix(k, "server."), v)
 		if perr != nil {
@@ -345,3 +361,6 @@ func (c *Config) ClientListenAddr() string {
 
 // ApplyDelay is the per-write delay injected for latency-bound benchmarks (corral.testing.applyDelay).
 func (c *Config) ApplyDelay() time.Duration { return c.applyDelayForTests }
+
+// ApplyLag is the per-shard apply lag injected for tests (corral.testing.applyLag).
+func (c *Config) ApplyLag() map[uint64]time.Duration { return c.applyLagForTests }

@@ -137,6 +137,11 @@ func (s *Server) startRaft() error {
 	}
 	s.router = router.New(ids, tags, cfg.Placement, s.hub.Trigger)
 	s.router.SetSync(s.Sync)
+	for id, d := range cfg.ApplyLag() {
+		if sh := s.router.Shard(id); sh != nil {
+			sh.SetApplyLag(d)
+		}
+	}
 	nh, err := dragonboat.NewNodeHost(nhc)
 	if err != nil {
 		return fmt.Errorf("cluster: starting raft node host at %s: %w", self.RaftAddress(), err)
