@@ -19,9 +19,10 @@ import (
 //
 // Stopping a server exactly between prepare and commit cannot be timed from a client, so six
 // sessions on server 1 issue cross-shard multis back to back (each creates a node on three
-// non-root shards and a top-level node, whose entry in "/" is on the root shard), and server 1
-// is stopped in the middle. The test logs how many shards held a transaction prepared right
-// after the stop (the case that matters).
+// non-root shards and a top-level node, whose entry in "/" is on the root shard), server 1
+// applies one of the shards 100 ms late (which keeps each transaction prepared on the other
+// participants for that long), and server 1 is stopped in the middle. The test logs how many
+// shards held a transaction prepared right after the stop (the case that matters).
 //
 // How a broken implementation fails: without recovery, a shard whose coordinator died holds its
 // prepared transaction forever and refuses every other write (the writes below time out);
@@ -59,6 +60,11 @@ func TestStuckTransactionRecovered(t *testing.T) {
 		wg   sync.WaitGroup
 		stop = make(chan struct{})
 	)
+	// Server 1 applies the first parent's shard 100 ms late: its coordinator waits for its
+	// local apply of each prepare and commit there, so every transaction stays prepared on its
+	// other participants for a while, and stopping the server catches some between prepare and
+	// commit.
+	setLag(t, c, 0, ns[0], 100*time.Millisecond)
 	// The sessions reach server 1 through a proxy, which sends them to server 2 once server 1
 	// is gone (so that closing them at the end is quick).
 	p := newProxy(t, addrs[0])
