@@ -29,13 +29,15 @@ import (
 // (SetApplyLag), so its replies for /a lag behind those for /b: a server that sent each reply as
 // soon as it was ready would answer out of order; one that did not hold a write to /b until the
 // previous write to /a had completed would let /b/n = i commit with a smaller zxid than, or
-// before, /a/n = i. The observer's server applies shard a 80 ms late: a read of /a/n served
+// before, /a/n = i. The observer's server applies shard a 150 ms late: a read of /a/n served
 // from that replica without catching up to the session's zxid shows /a/n behind /b/n.
 func TestFIFOAcrossShards(t *testing.T) {
 	c := startCluster(t)
 	addrs := c.Addrs()
 	ns := nonRoot()
-	names := namesOn(t, c, "ff", ns[0], ns[1])
+	// a on a shard with a larger id (and zxid tag) than b's: two writes stamped in the same
+	// millisecond are then ordered by the writer's barrier, not by the tags.
+	names := namesOn(t, c, "ff", ns[2], ns[0])
 	an, bn := "/"+names[0]+"/n", "/"+names[1]+"/n"
 	zc := connectZK(t, addrs[0])
 	for _, p := range []string{"/" + names[0], an, "/" + names[1], bn} {
@@ -43,13 +45,15 @@ func TestFIFOAcrossShards(t *testing.T) {
 	}
 	obs := connectZK(t, addrs[1])
 	syncAll(t, obs, an, bn)
-	setLag(t, c, 0, ns[0], 100*time.Millisecond) // the writer's server: shard a
-	// The observer's server: shard a. Less than the writer's lag: the hook holds back every
-	// apply, and a replica that must apply more batches per second than 1/lag never catches up.
-	setLag(t, c, 1, ns[0], 80*time.Millisecond)
+	setLag(t, c, 0, ns[2], 100*time.Millisecond) // the writer's server: shard a
+	// The observer's server: shard a, longer than the writer's lag, so that a write to b can be
+	// visible there before the preceding write to a is applied. The hook holds back every
+	// apply, so this replica falls behind by about 50 ms per write to a (at most about a
+	// second over the run).
+	setLag(t, c, 1, ns[2], 150*time.Millisecond)
 
 	rc := dialRaw(t, addrs[0], client.Options{})
-	const n = 20
+	const n = 15
 	type reply struct {
 		seq  int // request number, in send order
 		stat wire.Stat

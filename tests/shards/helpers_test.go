@@ -135,22 +135,13 @@ func (h *oneHost) Next() (string, bool) {
 }
 func (h *oneHost) Connected() {}
 
-// moveSession moves a go-zookeeper session that runs through proxy p to the server at addr:
-// it cuts the connection (no closeSession), keeps the client away for 600 ms, then lets it
-// reconnect to addr with the same session and its lastZxidSeen.
-//
-// The pause works around a bug that TestSessionMoveKeepsTheNewConnection shows: the old server
-// reports the session's last activity at its next session tick (tickTime/2), and the meta shard
-// then makes the old server the owner again, so the new server closes the moved session's
-// connection ("session moved to another server"). Waiting more than a tick lets that report
-// land before the session arrives.
+// moveSession moves a go-zookeeper session that runs through proxy p to the server at addr: it
+// cuts the connection (no closeSession) and lets the client reconnect at once, to addr, with
+// the same session and its lastZxidSeen.
 func moveSession(t *testing.T, p *proxy, ev <-chan zk.Event, addr string) {
 	t.Helper()
-	p.Refuse(true)
-	p.Kill()
-	time.Sleep(600 * time.Millisecond)
 	p.SetTarget(addr)
-	p.Refuse(false)
+	p.Kill()
 	waitSession(t, ev, 15*time.Second)
 }
 

@@ -19,17 +19,22 @@ import (
 // proxy at server 2 and cutting the connection, and go-zookeeper reconnects with the same
 // session and its lastZxidSeen (no closeSession is sent).
 //
-// How a broken implementation fails: server 2 applies every shard 1.2 s late (SetApplyLag), so
-// right after the writes its replicas do not have them yet (the test logs whether that was so).
-// A server that accepted the moved session and served its reads from those replicas without
-// catching up to the session's zxid — on each shard, not only on the shard that produced the
-// zxid — returns the old values; a sync that did not wait for the path's shard to catch up
-// returns the old value to the second reader.
+// How a broken implementation fails: server 2 applies three of the shards 500 ms late
+// (SetApplyLag), so when the session arrives its replicas do not have the session's writes
+// there yet (the test logs how many). A server that served the moved session's reads from
+// those replicas without catching up to the session's zxid — on each shard, not only on the
+// shard that produced the zxid — returns the old values; a sync that did not wait for the
+// path's shard to catch up returns the old value to the second reader.
 func TestReadsNeverGoBackAcrossShards(t *testing.T) {
 	c := startCluster(t)
 	addrs := c.Addrs()
 	ns := nonRoot()
-	names := namesOn(t, c, "rb", rootShard, ns[0], ns[1], ns[2])
+	// The session's last write is on the root shard, which server 2 does not hold back: its
+	// lastZxidSeen is then no newer than what server 2 applied, so nothing at the reconnect
+	// forces a catch-up, and only the cross-shard read rule keeps the reads of the three
+	// lagging shards current.
+	shards := []uint64{ns[0], ns[1], ns[2], rootShard}
+	names := namesOn(t, c, "rb", shards...)
 	paths := make([]string, len(names))
 	admin := connectZK(t, addrs[0])
 	for i, n := range names {
@@ -45,10 +50,8 @@ func TestReadsNeverGoBackAcrossShards(t *testing.T) {
 			t.Fatalf("server 2 before the writes: %s = %d %v", p, v, err)
 		}
 	}
-	// Longer than the pause of moveSession, so that the replicas are still behind when the
-	// session arrives.
-	for _, id := range dataShards {
-		setLag(t, c, 1, id, 1200*time.Millisecond)
+	for _, id := range shards[:3] {
+		setLag(t, c, 1, id, 500*time.Millisecond)
 	}
 
 	// --- a session writes on every shard through server 1, then moves to server 2 ---
@@ -61,8 +64,15 @@ func TestReadsNeverGoBackAcrossShards(t *testing.T) {
 		must(t, err, "set %s", path)
 		mz[i] = st.Mzxid
 	}
-	logLag(t, c, 1, paths, mz)
+	logLag(t, c, 1, "when they were acknowledged", paths, mz)
+	// Server 2 applies the write on the root shard (not held back) before the session moves.
+	for deadline := time.Now().Add(5 * time.Second); viewZxid(c, 1, rootShard) < mz[3]; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("server 2 did not apply the write on the root shard")
+		}
+	}
 	moveSession(t, p, ev, addrs[1])
+	logLag(t, c, 1, "when the session had moved", paths, mz)
 	if s.SessionID() != sid {
 		t.Fatalf("session changed while moving: %#x -> %#x", sid, s.SessionID())
 	}
@@ -70,7 +80,7 @@ func TestReadsNeverGoBackAcrossShards(t *testing.T) {
 		v, st, err := readInt(s, path)
 		if err != nil || v != 1 || st.Mzxid != mz[i] {
 			t.Fatalf("after moving to server 2 (shard %d): %s = %d (mzxid %#x) %v; the session had written 1 (mzxid %#x)",
-				dataShards[i], path, v, mzxidOf(st), err, mz[i])
+				shards[i], path, v, mzxidOf(st), err, mz[i])
 		}
 	}
 	if kids := children(t, s, "/"); !containsAll(kids, names) {
@@ -78,7 +88,7 @@ func TestReadsNeverGoBackAcrossShards(t *testing.T) {
 	}
 	// Its own writes on the lagging server, then reads on every shard (a shorter lag: each
 	// write waits for its local apply).
-	for _, id := range dataShards {
+	for _, id := range shards[:3] {
 		setLag(t, c, 1, id, 300*time.Millisecond)
 	}
 	for i, path := range paths {
@@ -87,7 +97,7 @@ func TestReadsNeverGoBackAcrossShards(t *testing.T) {
 		mz[i] = st.Mzxid
 		for j, q := range paths[:i+1] {
 			if v, _, err := readInt(s, q); err != nil || v != 2 {
-				t.Fatalf("on server 2, after writing %s: %s (shard %d) = %d %v, want 2", path, q, dataShards[j], v, err)
+				t.Fatalf("on server 2, after writing %s: %s (shard %d) = %d %v, want 2", path, q, shards[j], v, err)
 			}
 		}
 	}
@@ -99,7 +109,7 @@ func TestReadsNeverGoBackAcrossShards(t *testing.T) {
 		must(t, err, "set %s on server 1", path)
 		mz[i] = st.Mzxid
 	}
-	logLag(t, c, 1, paths, mz)
+	logLag(t, c, 1, "when they were acknowledged", paths, mz)
 	for i, path := range paths {
 		if _, err := r2.Sync(path); err != nil {
 			t.Fatalf("sync %s: %v", path, err)
@@ -107,14 +117,14 @@ func TestReadsNeverGoBackAcrossShards(t *testing.T) {
 		v, st, err := readInt(r2, path)
 		if err != nil || v != 3 {
 			t.Fatalf("server 2, sync then read of %s (shard %d) = %d (mzxid %#x) %v; the write of 3 (mzxid %#x) was acknowledged before the sync",
-				path, dataShards[i], v, mzxidOf(st), err, mz[i])
+				path, shards[i], v, mzxidOf(st), err, mz[i])
 		}
 	}
 }
 
 // logLag logs how many of the writes (paths[i] at mzxid mz[i]) server srv's replicas had not
 // applied yet: the lag that makes a test meaningful.
-func logLag(t *testing.T, c *testcluster.Cluster, srv int, paths []string, mz []int64) {
+func logLag(t *testing.T, c *testcluster.Cluster, srv int, when string, paths []string, mz []int64) {
 	t.Helper()
 	behind := 0
 	for i, p := range paths {
@@ -123,7 +133,7 @@ func logLag(t *testing.T, c *testcluster.Cluster, srv int, paths []string, mz []
 			behind++
 		}
 	}
-	t.Logf("server %d had not applied %d of the %d writes yet when they were acknowledged", srv+1, behind, len(paths))
+	t.Logf("server %d had not applied %d of the %d writes yet %s", srv+1, behind, len(paths), when)
 }
 
 func mzxidOf(st *zk.Stat) int64 {
