@@ -7,7 +7,7 @@ import (
 
 // txnRecoveryEvery is how often a server looks for transactions stuck in the prepared state on
 // the shards it leads.
-const txnRecoveryEvery = 500 * time.Millisecond
+const txnRecoveryEvery = 200 * time.Millisecond
 
 // runTxnRecovery resolves cross-shard transactions whose coordinator vanished: on every shard
 // this server leads, a transaction still prepared after its deadline is resolved at its anchor

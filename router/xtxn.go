@@ -27,7 +27,7 @@ type txnOptions struct {
 }
 
 // TxnDeadline is how long a participant may stay prepared before any server resolves it.
-const TxnDeadline = 3 * time.Second
+const TxnDeadline = time.Second
 
 // TxnRequest is a write whose ops live on several shards.
 type TxnRequest struct {
