@@ -417,9 +417,9 @@ func ms(ns int64) time.Duration { return time.Duration(ns).Round(100 * time.Micr
 // two or three subtrees on different shards). Before the kill the multis stop spanning the
 // victim's shards, the victim's multi session stops, and the kill waits for the multis begun
 // earlier; once the victim's shards took writes again, the multis span every shard again. (A
-// transaction whose coordinator dies holds its prepared participants until its 3 s deadline,
-// docs/design.md §7: a multi of the victim's in flight at the kill would stop shards that the
-// victim did not lead.) The load runs for 6 s after the kill, less than the leader balancer
+// transaction whose coordinator dies holds its prepared participants until its deadline and a
+// recovery round, docs/design.md §7: a multi of the victim's in flight at the kill would stop
+// shards that the victim did not lead for that long.) The load runs for 6 s after the kill, less than the leader balancer
 // needs to act after it (4 rounds of 3 s, cluster/balance.go); CORRAL_SHARDED_FAULT_AFTER_KILL
 // lengthens it.
 func TestShardedFaultSIGKILL(t *testing.T) {
@@ -552,7 +552,7 @@ func TestShardedFaultSIGKILL(t *testing.T) {
 	// The fault. The victim is chosen from the leadership just before the kill; the multi
 	// clients stop spanning its shards, and its own multi client stops, before it, so that no
 	// cross-shard transaction that a surviving shard takes part in waits on it: a transaction
-	// whose coordinator dies holds its prepared participants until its deadline (3 s) and the
+	// whose coordinator dies holds its prepared participants until its deadline and the
 	// recovery round after it (docs/design.md §7), which would stop the unaffected shards too.
 	time.Sleep(shWarmup)
 	var (
