@@ -45,7 +45,11 @@ func newEphemeralSet(t *testing.T, c *testcluster.Cluster, admin *zk.Conn, tag s
 func survivors(t *testing.T, zc *zk.Conn, sid int64, paths, tops, parents []string) []string {
 	t.Helper()
 	// "/" and the parents cover three shards, the first top-level name the fourth.
-	syncAll(t, zc, append(append([]string{"/"}, parents...), tops[0])...)
+	toSync := append([]string{"/"}, parents...)
+	if len(tops) > 0 {
+		toSync = append(toSync, tops[0])
+	}
+	syncAll(t, zc, toSync...)
 	var out []string
 	for _, p := range paths {
 		if ok, st, err := zc.Exists(p); err != nil {
@@ -277,6 +281,7 @@ func TestEphemeralCleanupOnEveryShard(t *testing.T) {
 	if failed {
 		t.FailNow()
 	}
+
 }
 
 func ownerOf(st *zk.Stat) int64 {

@@ -9,13 +9,15 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/corral/corral/router"
 )
 
 // TestStuckTransactionRecovered: when the server coordinating cross-shard transactions stops
 // between a prepare and a commit, no shard stays blocked — every shard accepts writes again
-// within about 5 s (the prepared transaction's deadline is 3 s, the recovery scan runs every
-// 0.5 s, plus a leader election for the shards the stopped server led) — and every transaction
-// is applied on all its participants or on none.
+// within 5 s (a prepared transaction's deadline is router.TxnDeadline, 1 s, the recovery scan
+// runs every 0.2 s, plus a leader election for the shards the stopped server led) — and every
+// transaction is applied on all its participants or on none.
 //
 // Stopping a server exactly between prepare and commit cannot be timed from a client, so six
 // sessions on server 1 issue cross-shard multis back to back (each creates a node on three
@@ -150,7 +152,8 @@ func TestStuckTransactionRecovered(t *testing.T) {
 			return err
 		}})
 	}
-	const bound = 5 * time.Second
+	// The deadline, plus room for recovery rounds and elections (5 s with the 1 s deadline).
+	bound := router.TxnDeadline + 4*time.Second
 	var pwg sync.WaitGroup
 	took := make([]time.Duration, len(probes))
 	errs := make([]error, len(probes))
