@@ -12,7 +12,8 @@
 //     after moving to another server), sync makes a read linearizable;
 //   - a watch event is delivered before the reply of a read that depends on its change, even when
 //     the read is on another shard;
-//   - reply header zxids never decrease;
+//   - reply header zxids never decrease, and a session that moves to another server keeps its
+//     new connection;
 //   - setWatches after a reconnect misses no change on any shard;
 //   - ephemerals on every shard die with their session (close, expiry, a create racing the
 //     expiry);
