@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"net"
 	"time"
 )
 
@@ -88,6 +89,13 @@ func (s *Server) balanceOnce() {
 		return
 	}
 	b.imbalanced = 0
+	// A peer that leads nothing may simply be down (it leads nothing because it is dead): a
+	// transfer to it stalls the shard's writes until the transfer times out. Probe it first.
+	if !s.peerReachable(target) {
+		b.avoid[target] = time.Now().Add(30 * time.Second)
+		s.log.Debug("not transferring leadership to an unreachable server", "to", target)
+		return
+	}
 	// Give away the highest-numbered shard: the meta shard moves last.
 	shardID := mine[len(mine)-1]
 	if err := s.nh.RequestLeaderTransfer(shardID, target); err != nil {
@@ -97,4 +105,20 @@ func (s *Server) balanceOnce() {
 	b.shard, b.target = shardID, target
 	s.log.Info("transferring shard leadership to balance the ensemble", "shard", shardID, "to", target,
 		"leading", count[s.cfg.MyID], "target_leading", fewest)
+}
+
+// peerReachable reports whether the server id accepts connections on its Raft address.
+func (s *Server) peerReachable(id uint64) bool {
+	for _, p := range s.cfg.AllPeers() {
+		if p.ID != id {
+			continue
+		}
+		c, err := net.DialTimeout("tcp", p.RaftAddress(), 300*time.Millisecond)
+		if err != nil {
+			return false
+		}
+		c.Close()
+		return true
+	}
+	return false
 }

@@ -274,9 +274,17 @@ func (r *Router) tryTxn(ctx context.Context, req *TxnRequest, parts []uint64, ro
 	}
 	for id, pr := range all {
 		for i, role := range roles[id] {
-			if (role == shard.RoleFull || role == shard.RoleNode) && i < len(pr.reply.Results) {
-				results[i] = pr.reply.Results[i]
+			if role != shard.RoleFull && role != shard.RoleNode {
+				continue
 			}
+			if i >= len(pr.reply.Results) {
+				// Recovery committed this participant before the coordinator's commit reached
+				// it, and a decision record keeps no results: the transaction committed, but
+				// its per-op results are not known here. Treat it like a lost leader: the
+				// client's connection closes and it re-reads.
+				return TxnResult{}, false, fmt.Errorf("%w: transaction %x committed by recovery on shard %d", ErrOutcomeUnknown, txnID, id)
+			}
+			results[i] = pr.reply.Results[i]
 		}
 	}
 	return TxnResult{Results: results, Zxid: zxid}, false, nil
