@@ -158,3 +158,31 @@ func TestStartFailsWithLog(t *testing.T) {
 	}
 	t.Logf("failed in %v: %v", time.Since(began).Round(time.Millisecond), err)
 }
+
+// TestServerConfig: Options.ServerConfig adds keys to one server's zoo.cfg only, after
+// Options.Config (its value wins), and the servers start with it.
+func TestServerConfig(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	e, err := corralproc.Start(ctx, corralproc.Options{Servers: 2, Shards: 2, TickTime: 500 * time.Millisecond,
+		Config:       map[string]string{"corral.testing.applyLag": "2:1ms"},
+		ServerConfig: map[int]map[string]string{1: {"corral.testing.applyLag": "3:2ms", "maxClientCnxns": "77"}},
+	})
+	if err != nil {
+		t.Fatalf("start: %v", err)
+	}
+	defer e.Close()
+	cfg0, err0 := os.ReadFile(e.ConfigPath(0))
+	cfg1, err1 := os.ReadFile(e.ConfigPath(1))
+	if err0 != nil || err1 != nil {
+		t.Fatalf("read zoo.cfg: %v %v", err0, err1)
+	}
+	if !bytes.Contains(cfg0, []byte("\ncorral.testing.applyLag=2:1ms\n")) || bytes.Contains(cfg0, []byte("maxClientCnxns")) {
+		t.Fatalf("server 0's zoo.cfg should have only Options.Config's key:\n%s", cfg0)
+	}
+	if bytes.Count(cfg1, []byte("corral.testing.applyLag=")) != 1 || !bytes.Contains(cfg1, []byte("\ncorral.testing.applyLag=3:2ms\n")) ||
+		!bytes.Contains(cfg1, []byte("\nmaxClientCnxns=77\n")) {
+		t.Fatalf("server 1's zoo.cfg should have its own keys, ServerConfig's value replacing Config's:\n%s", cfg1)
+	}
+}

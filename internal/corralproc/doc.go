@@ -23,7 +23,8 @@
 //     appended across restarts). Every server gets four free loopback ports:
 //     client, peer (Raft), election (written to server.N, unused by Corral)
 //     and admin HTTP (/metrics, /health, /shards; [Ensemble.AdminAddr]).
-//     Options.Config adds or replaces zoo.cfg keys.
+//     Options.Config adds or replaces zoo.cfg keys for every server,
+//     Options.ServerConfig for one server (e.g. corral.testing.applyLag).
 //   - Readiness ([Ensemble.WaitReady]): every running server answers the
 //     `ruok` four-letter word with `imok`. A Corral server opens its client
 //     port only once all its shards have a leader, so this means it serves.

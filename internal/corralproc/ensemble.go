@@ -35,6 +35,11 @@ type Options struct {
 	// do not replace the port keys (clientPort, admin.serverPort, server.N),
 	// which the Ensemble's addresses are derived from.
 	Config map[string]string
+	// ServerConfig holds extra zoo.cfg keys for single servers, by server
+	// index (0-based), applied after Config (so a key here wins over the
+	// same key there). It is for keys that differ between servers, such as
+	// corral.testing.applyLag; the same rules as for Config apply.
+	ServerConfig map[int]map[string]string
 	// Binary is the corral executable; empty means [Binary] (build
 	// ./cmd/corral once per process).
 	Binary string
@@ -230,6 +235,7 @@ func (e *Ensemble) writeConfigLocked(s *server) error {
 		})
 	}
 	kv = procutil.MergeConfig(kv, e.opts.Config)
+	kv = procutil.MergeConfig(kv, e.opts.ServerConfig[s.myid-1])
 	cfg := procutil.FormatConfig("internal/corralproc", kv)
 	if err := os.WriteFile(e.configPath(s), []byte(cfg), 0o644); err != nil {
 		return fmt.Errorf("corralproc: %w", err)
