@@ -487,7 +487,10 @@ func dedupIDs(ids []wire.ID) []wire.ID {
 // handleWrite proposes a write to its shard; the reply is queued in order when it is applied. A
 // write spanning shards (a multi over several, or the create or delete of a top-level znode
 // that lives on another shard than "/") runs as a cross-shard transaction (handleTxn).
-func (c *conn) handleWrite(h wire.RequestHeader, body []byte) bool {
+func (c *conn) handleWrite(h wire.RequestHeader, frame []byte) bool {
+	// The frame buffer is reused for the next request; the write outlives this call (its op
+	// body, and the decoded record a cross-shard transaction keeps, alias this copy).
+	body := append([]byte(nil), frame...)
 	rec, err := wire.DecodeRequest(h.Op, body)
 	if err != nil {
 		sl := c.reserve("write")
@@ -526,8 +529,7 @@ func (c *conn) handleWrite(h wire.RequestHeader, body []byte) bool {
 		return false
 	}
 	sl := c.reserve("write")
-	op := shard.Op{Session: c.sessionID, Auth: c.AuthIDs(), Code: h.Op, Body: append([]byte(nil), body...),
-		MinZxid: c.lastZxid.Load()}
+	op := shard.Op{Session: c.sessionID, Auth: c.AuthIDs(), Code: h.Op, Body: body, MinZxid: c.lastZxid.Load()}
 	xid := h.Xid
 	sh.Proposer.Submit(&router.Request{Op: op, Done: func(res shard.OpResult, err error) {
 		if err != nil {
