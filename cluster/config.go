@@ -359,7 +359,9 @@ func (c *Config) ClientListenAddr() string {
 	return net.JoinHostPort(c.ClientPortAddress, strconv.Itoa(c.ClientPort))
 }
 
-// ApplyDelay is the per-write delay injected for latency-bound benchmarks (corral.testing.applyDelay).
+// ApplyDelay is the per-write apply time injected for latency-bound benchmarks
+// (corral.testing.applyDelay): every replica of a shard spends it per applied write op, in
+// sequence, as a shard whose apply were that slow would.
 func (c *Config) ApplyDelay() time.Duration { return c.applyDelayForTests }
 
 // ApplyLag is the per-shard apply lag injected for tests (corral.testing.applyLag).

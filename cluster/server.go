@@ -177,7 +177,8 @@ func (s *Server) startRaft() error {
 	for i, id := range ids {
 		scfg := shard.Config{ShardID: id, Tag: tags[i], OwnsRoot: i == 0, Root: "/",
 			Dir: filepath.Join(base, "shards", fmt.Sprintf("%d", id)), ExtendedTypes: cfg.ExtendedTypes,
-			Listener: s.router, Logger: s.log.With("shard", id)}
+			ApplyDelayPerOp: cfg.ApplyDelay(),
+			Listener:        s.router, Logger: s.log.With("shard", id)}
 		if i != 0 {
 			scfg.Root = ""
 		}
@@ -198,15 +199,7 @@ func (s *Server) startRaft() error {
 // proposeFunc adapts dragonboat's asynchronous proposal to router.ProposeFunc.
 func (s *Server) proposeFunc(shardID uint64) router.ProposeFunc {
 	cs := s.nh.GetNoOPSession(shardID)
-	delay := s.cfg.ApplyDelay()
 	return func(ctx context.Context, cmd []byte) (func() ([]byte, error), error) {
-		if delay > 0 {
-			select {
-			case <-time.After(delay):
-			case <-ctx.Done():
-				return nil, router.ErrStopped
-			}
-		}
 		rs, err := s.nh.Propose(cs, cmd, 5*time.Second)
 		if err != nil {
 			switch {

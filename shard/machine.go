@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/cockroachdb/pebble"
 	sm "github.com/lni/dragonboat/v4/statemachine"
@@ -28,6 +29,11 @@ type Config struct {
 	Dir string
 	// ExtendedTypes enables TTL nodes (zookeeper.extendedTypesEnabled).
 	ExtendedTypes bool
+	// ApplyDelayPerOp (testing, corral.testing.applyDelay) makes every Update take this long per
+	// applied op before it publishes, simulating a shard whose apply is latency-bound (a slow
+	// disk or a single-threaded commit); shards apply in parallel, so throughput then grows with
+	// the number of shards. Zero in production.
+	ApplyDelayPerOp time.Duration
 	// Listener receives every published view; may be nil.
 	Listener Listener
 	// Logger; nil means slog.Default().
@@ -167,6 +173,7 @@ func (m *Machine) Update(ents []sm.Entry) ([]sm.Entry, error) {
 		return ents, nil
 	}
 	var events []Event
+	ops := 0
 	for i := range ents {
 		e := &ents[i]
 		if e.Index <= m.applied {
@@ -177,6 +184,7 @@ func (m *Machine) Update(ents []sm.Entry) ([]sm.Entry, error) {
 			return nil, fmt.Errorf("shard %d entry %d: %w", m.cfg.ShardID, e.Index, err)
 		}
 		res, evs := m.state.Apply(&b)
+		ops += len(b.Ops)
 		e.Result = sm.Result{Value: uint64(res.Status), Data: res.AppendTo(nil)}
 		events = append(events, evs...)
 		m.applied = e.Index
@@ -185,6 +193,9 @@ func (m *Machine) Update(ents []sm.Entry) ([]sm.Entry, error) {
 	// PrepareSnapshot or Close writes the current version of every changed node once (a node
 	// set a thousand times between two syncs is written once). Until then the Raft log holds
 	// them, and dragonboat compacts it only below the index of the last successful Sync.
+	if d := m.cfg.ApplyDelayPerOp; d > 0 && ops > 0 {
+		time.Sleep(time.Duration(ops) * d)
+	}
 	m.publish(events)
 	return ents, nil
 }
