@@ -1,4 +1,4 @@
-// Package shardstest checks, on an in-process ensemble of three servers with four data shards
+// Package shardstest checks, on an ensemble of three servers with four data shards
 // (corral.placement=hash), the guarantees that splitting the namespace over several Raft groups
 // must not break, each in a test named after it:
 //
@@ -20,8 +20,18 @@
 //   - a cross-shard transaction whose coordinator dies leaves no shard blocked and is applied on
 //     all participants or on none.
 //
+// Every test runs twice, as the subtests "inprocess" (three cluster.Servers in the test process,
+// internal/testcluster) and "multiprocess" (three `corral server` processes started from their
+// own zoo.cfg, internal/corralproc; skipped under -short), each with an ensemble of its own
+// (ensemble_test.go).
+//
 // Replicas are made to lag with the test hook router.Shard.SetApplyLag, so that an
-// implementation that broke a guarantee would be caught: each test says how it would fail.
+// implementation that broke a guarantee would be caught: each test says how it would fail. A
+// separate process sets the hook from its zoo.cfg (corral.testing.applyLag) at startup, so in
+// both modes a replica lags from the start of the ensemble to its end. Stopping a server closes
+// it in process and kills it (SIGKILL) as a process. What only in-process servers show (how far
+// a replica lags, which shards hold a transaction prepared) is logged there, never checked.
+//
 // Clients are go-zookeeper sessions, and Corral's own client (package client) where
 // go-zookeeper cannot express the test (pipelined asynchronous requests, create2, per-op multi
 // results). A small TCP proxy between client and server moves sessions between servers, cuts or

@@ -11,7 +11,6 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/corral/corral/client"
-	"github.com/corral/corral/internal/testcluster"
 	"github.com/corral/corral/wire"
 )
 
@@ -25,7 +24,7 @@ type ephemeralSet struct {
 	paths   []string // every ephemeral: top, then parent/e for each parent
 }
 
-func newEphemeralSet(t *testing.T, c *testcluster.Cluster, admin *zk.Conn, tag string) ephemeralSet {
+func newEphemeralSet(t *testing.T, c ensemble, admin *zk.Conn, tag string) ephemeralSet {
 	t.Helper()
 	ns := nonRoot()
 	names := namesOn(t, c, tag, ns[0], rootShard, ns[1], ns[2])
@@ -105,8 +104,10 @@ func waitGone(t *testing.T, zc *zk.Conn, sid int64, within time.Duration, paths,
 // one that removed the node on its shard but not its stub leaves the name listed in "/". A
 // shard that did not remember closed sessions (tombstones) would apply a create that arrived
 // after its cleanup, and that ephemeral would live forever.
-func TestEphemeralCleanupOnEveryShard(t *testing.T) {
-	c := startCluster(t)
+func TestEphemeralCleanupOnEveryShard(t *testing.T) { bothModes(t, testEphemeralCleanupOnEveryShard) }
+
+func testEphemeralCleanupOnEveryShard(t *testing.T, m mode) {
+	c := startEnsemble(t, m)
 	addrs := c.Addrs()
 	admin := connectZK(t, addrs[0])
 	obs := connectZK(t, addrs[1])

@@ -25,16 +25,25 @@ import (
 //   - an observer session on another server, reading /b/n and then /a/n over and over, never
 //     reads /a/n older than the /b/n it read just before: /a/n = i was applied before /b/n = i.
 //
-// How a broken implementation fails: the writer's server applies shard a 100 ms late
-// (SetApplyLag), so its replies for /a lag behind those for /b: a server that sent each reply as
+// How a broken implementation fails: the writer's server applies shard a 100 ms late (from the
+// start), so its replies for /a lag behind those for /b: a server that sent each reply as
 // soon as it was ready would answer out of order; one that did not hold a write to /b until the
 // previous write to /a had completed would let /b/n = i commit with a smaller zxid than, or
 // before, /a/n = i. The observer's server applies shard a 150 ms late: a read of /a/n served
 // from that replica without catching up to the session's zxid shows /a/n behind /b/n.
-func TestFIFOAcrossShards(t *testing.T) {
-	c := startCluster(t)
-	addrs := c.Addrs()
+func TestFIFOAcrossShards(t *testing.T) { bothModes(t, testFIFOAcrossShards) }
+
+func testFIFOAcrossShards(t *testing.T, m mode) {
 	ns := nonRoot()
+	c := startEnsemble(t, m,
+		// The writer's server: shard a.
+		lag{server: 0, shard: ns[2], d: 100 * time.Millisecond},
+		// The observer's server: shard a, longer than the writer's lag, so that a write to b can
+		// be visible there before the preceding write to a is applied. The hook holds back
+		// every apply, so this replica falls behind by about 50 ms per write to a (at most about
+		// a second over the run).
+		lag{server: 1, shard: ns[2], d: 150 * time.Millisecond})
+	addrs := c.Addrs()
 	// a on a shard with a larger id (and zxid tag) than b's: two writes stamped in the same
 	// millisecond are then ordered by the writer's barrier, not by the tags.
 	names := namesOn(t, c, "ff", ns[2], ns[0])
@@ -45,12 +54,6 @@ func TestFIFOAcrossShards(t *testing.T) {
 	}
 	obs := connectZK(t, addrs[1])
 	syncAll(t, obs, an, bn)
-	setLag(t, c, 0, ns[2], 100*time.Millisecond) // the writer's server: shard a
-	// The observer's server: shard a, longer than the writer's lag, so that a write to b can be
-	// visible there before the preceding write to a is applied. The hook holds back every
-	// apply, so this replica falls behind by about 50 ms per write to a (at most about a
-	// second over the run).
-	setLag(t, c, 1, ns[2], 150*time.Millisecond)
 
 	rc := dialRaw(t, addrs[0], client.Options{})
 	const n = 15

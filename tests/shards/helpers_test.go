@@ -13,14 +13,14 @@ import (
 
 	"github.com/corral/corral/client"
 	"github.com/corral/corral/cluster"
-	"github.com/corral/corral/internal/testcluster"
 	"github.com/corral/corral/internal/zktest"
 	"github.com/corral/corral/router"
 )
 
-// Every test runs three servers and four data shards. With corral.placement=hash (the default)
-// "/" and "/zookeeper" live on the root shard (the first data shard) and every other top-level
-// name on router.TopLevelShard(name, dataShards).
+// Every test runs three servers and four data shards, in process and as separate processes
+// (ensemble_test.go). With corral.placement=hash (the default) "/" and "/zookeeper" live on the
+// root shard (the first data shard) and every other top-level name on
+// router.TopLevelShard(name, dataShards).
 const (
 	numServers = 3
 	numShards  = 4
@@ -38,23 +38,11 @@ var (
 	acl       = zk.WorldACL(zk.PermAll)
 )
 
-// startCluster starts the ensemble with the default zoo.cfg placement, which must be hash.
-func startCluster(t *testing.T) *testcluster.Cluster {
-	t.Helper()
-	c := testcluster.Start(t, testcluster.Options{Servers: numServers, Shards: numShards})
-	for i := 0; i < numServers; i++ {
-		if p := c.Server(i).Router().Placement(); p != router.PlaceHash {
-			t.Fatalf("server %d: corral.placement is %v by default, want hash", i+1, p)
-		}
-	}
-	return c
-}
-
 // namesOn returns, for each shard in want, a top-level name (prefix plus a number) that lives on
-// that shard, and checks the choice against every running server's router: the tests rely on
-// the names being on those shards, so a placement that disagreed must fail here, not pass
-// vacuously later. Repeated shards get distinct names.
-func namesOn(t *testing.T, c *testcluster.Cluster, prefix string, want ...uint64) []string {
+// that shard, and checks the choice against every server's router where the test can see them
+// (in process): the tests rely on the names being on those shards, so a placement that
+// disagreed must fail here, not pass vacuously later. Repeated shards get distinct names.
+func namesOn(t *testing.T, c ensemble, prefix string, want ...uint64) []string {
 	t.Helper()
 	out := make([]string, len(want))
 	used := map[string]bool{}
@@ -76,15 +64,20 @@ func namesOn(t *testing.T, c *testcluster.Cluster, prefix string, want ...uint64
 	return out
 }
 
-// assertShard checks that every running server places path on shard id.
-func assertShard(t *testing.T, c *testcluster.Cluster, path string, id uint64) {
+// assertShard checks that path is on shard id: by the placement rule (router.Lookup, a function
+// of the path and the data shards that every server computes alike), and with every running
+// server's own router when they run in process.
+func assertShard(t *testing.T, c ensemble, path string, id uint64) {
 	t.Helper()
+	if got := shardOf(path); got != id {
+		t.Fatalf("hash placement puts %s on shard %d, the test expects %d", path, got, id)
+	}
 	for i := 0; i < numServers; i++ {
-		s := c.Server(i)
-		if s == nil {
+		r := c.router(i)
+		if r == nil {
 			continue
 		}
-		if got := s.Router().Lookup(path).ID; got != id {
+		if got := r.Lookup(path).ID; got != id {
 			t.Fatalf("server %d places %s on shard %d, the test expects %d", i+1, path, got, id)
 		}
 	}
@@ -185,24 +178,14 @@ func ctxT(t *testing.T, d time.Duration) context.Context {
 	return ctx
 }
 
-// setLag makes server i's replica of shard id hold back every apply by d, until the test ends.
-func setLag(t *testing.T, c *testcluster.Cluster, i int, id uint64, d time.Duration) {
-	t.Helper()
-	c.Server(i).Router().Shard(id).SetApplyLag(d)
-	t.Cleanup(func() {
-		if s := c.Server(i); s != nil {
-			s.Router().Shard(id).SetApplyLag(0)
-		}
-	})
-}
-
-// viewZxid returns the zxid of server i's latest published view of shard id.
-func viewZxid(c *testcluster.Cluster, i int, id uint64) int64 {
-	s := c.Server(i)
-	if s == nil {
+// viewZxid returns the zxid of server i's latest published view of shard id, or -1 when it
+// cannot be seen (a stopped server, or servers in separate processes).
+func viewZxid(c ensemble, i int, id uint64) int64 {
+	r := c.router(i)
+	if r == nil {
 		return -1
 	}
-	v := s.Router().Shard(id).View()
+	v := r.Shard(id).View()
 	if v == nil {
 		return -1
 	}

@@ -71,7 +71,11 @@ func children(t *testing.T, zc *zk.Conn, path string) []string {
 // a failed create still wrote the stub, cversion would move on an error; if only one shard's
 // events were delivered, one of the two watches would not fire.
 func TestMountPointCreateDeleteLikeZooKeeper(t *testing.T) {
-	c := startCluster(t)
+	bothModes(t, testMountPointCreateDeleteLikeZooKeeper)
+}
+
+func testMountPointCreateDeleteLikeZooKeeper(t *testing.T, m mode) {
+	c := startEnsemble(t, m)
 	addrs := c.Addrs()
 	ns := nonRoot()
 	names := namesOn(t, c, "mp", ns[0], ns[1], rootShard)

@@ -21,7 +21,11 @@ import (
 // connection loss (here: a failed read, or a Disconnected state event) a few hundred
 // milliseconds after it reconnected.
 func TestSessionMoveKeepsTheNewConnection(t *testing.T) {
-	c := startCluster(t)
+	bothModes(t, testSessionMoveKeepsTheNewConnection)
+}
+
+func testSessionMoveKeepsTheNewConnection(t *testing.T, m mode) {
+	c := startEnsemble(t, m)
 	addrs := c.Addrs()
 	admin := connectZK(t, addrs[0])
 	mustCreate(t, admin, "/mv", "")

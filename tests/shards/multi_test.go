@@ -28,14 +28,20 @@ import (
 //
 // How a broken implementation fails: with per-shard commits that are not atomic, the failing
 // multi would leave its earlier ops applied on their shards; with commits at different zxids the
-// czxids differ. For the observer, the reader's server applies one shard 150 ms late
-// (SetApplyLag): a read served from that lagging replica without first catching up to the
+// czxids differ. For the observer, the reader's server applies one shard 150 ms late (from the
+// start): a read served from that lagging replica without first catching up to the
 // session's zxid (or while the shard still holds the transaction prepared) returns the previous
 // counter right after another node showed the new one.
-func TestCrossShardMultiAtomic(t *testing.T) {
-	c := startCluster(t)
-	addrs := c.Addrs()
+func TestCrossShardMultiAtomic(t *testing.T) { bothModes(t, testCrossShardMultiAtomic) }
+
+func testCrossShardMultiAtomic(t *testing.T, m mode) {
 	ns := nonRoot()
+	// Server 3's replica of b's shard lags (it matters for the observer at the end). The hook
+	// holds back each apply, so a replica that has to apply more batches per second than 1/lag
+	// falls further and further behind: the writer at the end paces its multis (one per 250 ms)
+	// so that the lag stays at about 150 ms.
+	c := startEnsemble(t, m, lag{server: 2, shard: ns[1], d: 150 * time.Millisecond})
+	addrs := c.Addrs()
 	names := namesOn(t, c, "mu", ns[0], ns[1], ns[2], rootShard, ns[1], ns[2])
 	a, b, cc, r := "/"+names[0], "/"+names[1], "/"+names[2], "/"+names[3]
 	top1, top2 := "/"+names[4], "/"+names[5] // top-level names created by multis
@@ -159,11 +165,7 @@ func TestCrossShardMultiAtomic(t *testing.T) {
 		mustCreate(t, zc, p, "0")
 	}
 	reader := connectZK(t, addrs[2])
-	syncAll(t, reader, nodes...)
-	// The reader's replica of b's shard lags. The hook holds back each apply, so a replica
-	// that has to apply more batches per second than 1/lag falls further and further behind:
-	// the writer paces its multis (one per 250 ms) so that the lag stays at about 150 ms.
-	setLag(t, c, 2, ns[1], 150*time.Millisecond)
+	syncAll(t, reader, nodes...) // the reader's replica of b's shard lags
 	var (
 		written atomic.Int64
 		stop    atomic.Bool

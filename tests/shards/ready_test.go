@@ -19,15 +19,17 @@ import (
 // /ready is a top-level znode on a non-root shard (so its delete and create are themselves
 // cross-shard transactions with the root shard), /cfg a top-level znode on a third shard.
 //
-// How a broken implementation fails: the reader's server applies the /cfg shard 200 ms late
-// (SetApplyLag), while its replicas of /ready's shard and of the root shard are current. A read
+// How a broken implementation fails: the reader's server applies the /cfg shard 200 ms late (from
+// the start), while its replicas of /ready's shard and of the root shard are current. A read
 // of /cfg/i served from the lagging replica without first catching up to the zxid of the /ready
 // the session saw returns generation g-1; so does an implementation whose writer's server
 // proposed the create of /ready before the /cfg writes were applied.
-func TestReadyZnodePattern(t *testing.T) {
-	c := startCluster(t)
-	addrs := c.Addrs()
+func TestReadyZnodePattern(t *testing.T) { bothModes(t, testReadyZnodePattern) }
+
+func testReadyZnodePattern(t *testing.T, m mode) {
 	ns := nonRoot()
+	c := startEnsemble(t, m, lag{server: 2, shard: ns[1], d: 200 * time.Millisecond}) // the reader's server, /cfg's shard
+	addrs := c.Addrs()
 	names := namesOn(t, c, "rd", ns[0], ns[1])
 	ready, cfg := "/"+names[0], "/"+names[1]
 	const nCfg, rounds = 3, 6
@@ -41,7 +43,6 @@ func TestReadyZnodePattern(t *testing.T) {
 	mustCreate(t, w, ready, "0")
 	r := connectZK(t, addrs[2])
 	syncAll(t, r, ready, cfg)
-	setLag(t, c, 2, ns[1], 200*time.Millisecond)
 
 	var (
 		wg   sync.WaitGroup

@@ -16,11 +16,13 @@ import (
 // are allowed (each go-zookeeper watch channel takes one event; only its type is checked).
 //
 // The hard case is built on purpose. The session's server applies shards b and c 1.5 s late
-// (SetApplyLag). Another session changes /b/w, creates /c/new and /b/kid; then the watching
-// session writes on shard a, which its server applies at once, so its lastZxidSeen is the zxid
-// of that write — above the zxids of the changes on b and c (the test logs whether it was),
-// which its server had not applied, so it never sent their events. The server is stopped
-// (c.Stop) before it applies them. While the session is away, /a/w changes and /a gets a child.
+// (from the start; its syncs before it sets the watches wait for the setup's writes there).
+// Another session changes /b/w, creates /c/new and /b/kid; then the watching session writes on
+// shard a, which its server applies at once, so its lastZxidSeen is the zxid of that write —
+// above the zxids of the changes on b and c (the test logs whether it was), which its server
+// had not applied, so it never sent their events. The server is stopped (closed in process,
+// SIGKILL as a process) before it applies them. While the session is away, /a/w changes and /a
+// gets a child.
 // In ZooKeeper the session could not have seen the later zxid without first getting the events
 // of the earlier changes.
 //
@@ -31,9 +33,16 @@ import (
 // /c/new fires anyway: the node exists). So are the events of a server that registered the
 // watches without checking the nodes on every shard, or before its replicas caught up.
 func TestSetWatchesAcrossShardsNoMissedEvent(t *testing.T) {
-	c := startCluster(t)
-	addrs := c.Addrs()
+	bothModes(t, testSetWatchesAcrossShardsNoMissedEvent)
+}
+
+func testSetWatchesAcrossShardsNoMissedEvent(t *testing.T, m mode) {
 	ns := nonRoot()
+	// The session's server lags on shards b and c.
+	c := startEnsemble(t, m,
+		lag{server: 0, shard: ns[1], d: 1500 * time.Millisecond},
+		lag{server: 0, shard: ns[2], d: 1500 * time.Millisecond})
+	addrs := c.Addrs()
 	names := namesOn(t, c, "sw", ns[0], ns[1], ns[2])
 	a, b, cc := "/"+names[0], "/"+names[1], "/"+names[2]
 	aw, bw, cnew := a+"/w", b+"/w", cc+"/new"
@@ -57,8 +66,6 @@ func TestSetWatchesAcrossShardsNoMissedEvent(t *testing.T) {
 	_, _, chBKids, err := s.ChildrenW(b)
 	must(t, err, "child watch %s", b)
 
-	setLag(t, c, 0, ns[1], 1500*time.Millisecond)
-	setLag(t, c, 0, ns[2], 1500*time.Millisecond)
 	stB, err := w.Set(bw, []byte("1"), -1)
 	must(t, err, "set %s", bw)
 	_, err = w.Create(cnew, nil, 0, acl)

@@ -24,14 +24,18 @@ import (
 // its frame is processed. So when Get returns, every event the server sent before that reply is
 // already in its channel, and a non-blocking receive finds it.
 //
-// How a broken implementation fails: S's server applies shard a 200 ms late (SetApplyLag), so it
+// How a broken implementation fails: S's server applies shard a 200 ms late (from the start), so it
 // applies the change of /b/y well before the change on shard a. A server that answered the read
 // of /b/y from shard b's view without first catching up shard a (for a connection holding
 // watches) sends the reply 200 ms before the event.
 func TestWatchEventBeforeReplyAcrossShards(t *testing.T) {
-	c := startCluster(t)
-	addrs := c.Addrs()
+	bothModes(t, testWatchEventBeforeReplyAcrossShards)
+}
+
+func testWatchEventBeforeReplyAcrossShards(t *testing.T, m mode) {
 	ns := nonRoot()
+	c := startEnsemble(t, m, lag{server: 1, shard: ns[0], d: 200 * time.Millisecond}) // S's server, shard a
+	addrs := c.Addrs()
 	names := namesOn(t, c, "we", ns[0], ns[1])
 	a, b := "/"+names[0], "/"+names[1]
 	x, y := a+"/x", b+"/y"
@@ -41,7 +45,6 @@ func TestWatchEventBeforeReplyAcrossShards(t *testing.T) {
 	}
 	s := connectZK(t, addrs[1])
 	syncAll(t, s, x, y)
-	setLag(t, c, 1, ns[0], 200*time.Millisecond)
 
 	const rounds = 6
 	for r := 1; r <= rounds; r++ {

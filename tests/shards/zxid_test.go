@@ -26,10 +26,12 @@ import (
 // connection's maximum, would send a smaller zxid after a write or read on a shard that is
 // ahead; one that started a moved session's headers from its own state rather than the
 // session's lastZxidSeen would go back after the reconnect.
-func TestReplyZxidNeverDecreases(t *testing.T) {
-	c := startCluster(t)
-	addrs := c.Addrs()
+func TestReplyZxidNeverDecreases(t *testing.T) { bothModes(t, testReplyZxidNeverDecreases) }
+
+func testReplyZxidNeverDecreases(t *testing.T, m mode) {
 	ns := nonRoot()
+	c := startEnsemble(t, m, lag{server: 0, shard: ns[2], d: 100 * time.Millisecond}) // shard d on the first server
+	addrs := c.Addrs()
 	names := namesOn(t, c, "zx", rootShard, ns[0], ns[1], ns[2])
 	tops := make([]string, len(names))
 	admin := connectZK(t, addrs[0])
@@ -37,7 +39,6 @@ func TestReplyZxidNeverDecreases(t *testing.T) {
 		tops[i] = "/" + n
 		mustCreate(t, admin, tops[i], "0")
 	}
-	setLag(t, c, 0, ns[2], 100*time.Millisecond)
 	p := newProxy(t, addrs[0])
 	s, ev := connectZKEvents(t, p.Addr(), 10*time.Second)
 
