@@ -89,6 +89,7 @@ func (t corralTarget) options(s Shape) corralproc.Options {
 		Dir:          t.dir,
 		KeepDir:      t.keepDir,
 		StartTimeout: 90 * time.Second,
+		LogLevel:     os.Getenv("CORRAL_BENCH_LOG_LEVEL"),
 	}
 }
 

@@ -42,11 +42,16 @@ func DataShardID(i int) uint64 { return uint64(i) + 2 }
 
 var loggerOnce sync.Once
 
-// quietDragonboat lowers dragonboat's own logging to warnings, once per process.
+// quietDragonboat lowers dragonboat's own logging to errors, once per process
+// (CORRAL_DRAGONBOAT_LOG=info keeps its informational messages, for debugging).
 func quietDragonboat() {
 	loggerOnce.Do(func() {
+		level := dblogger.ERROR
+		if os.Getenv("CORRAL_DRAGONBOAT_LOG") == "info" {
+			level = dblogger.INFO
+		}
 		for _, name := range []string{"raft", "rsm", "transport", "dragonboat", "logdb", "raftpb", "config", "settings", "grpc", "tan", "registry"} {
-			dblogger.GetLogger(name).SetLevel(dblogger.ERROR)
+			dblogger.GetLogger(name).SetLevel(level)
 		}
 	})
 }
@@ -155,7 +160,7 @@ func (s *Server) startRaft() error {
 	}
 	raftCfg := func(shardID uint64) config.Config {
 		return config.Config{ShardID: shardID, ReplicaID: cfg.MyID, ElectionRTT: 20, HeartbeatRTT: 2,
-			CheckQuorum: true, SnapshotEntries: cfg.SnapshotEntries, CompactionOverhead: cfg.SnapshotEntries / 4,
+			CheckQuorum: true, PreVote: true, SnapshotEntries: cfg.SnapshotEntries, CompactionOverhead: cfg.SnapshotEntries / 4,
 			MaxInMemLogSize: 256 << 20}
 	}
 	initial := func(shardID uint64) map[uint64]dragonboat.Target {
@@ -333,11 +338,19 @@ func (m metaRaft) IsLeader() bool {
 // waitReady waits until every shard has a leader and has published its first view.
 func (s *Server) waitReady(ctx context.Context) error {
 	all := append([]uint64{MetaShardID}, shardIDs(s.router)...)
+	start, lastReport := time.Now(), time.Now()
+	why := ""
+	pending := all
 	for {
+		if time.Since(lastReport) > 5*time.Second {
+			s.log.Info("still waiting to serve clients", "waited", time.Since(start).Round(time.Second).String(), "reason", why)
+			lastReport = time.Now()
+		}
 		ready := true
 		for _, id := range all {
 			if _, _, ok, err := s.nh.GetLeaderID(id); err != nil || !ok {
 				ready = false
+				why = fmt.Sprintf("shard %d has no known leader", id)
 				break
 			}
 		}
@@ -347,19 +360,38 @@ func (s *Server) waitReady(ctx context.Context) error {
 				case <-sh.Ready():
 				default:
 					ready = false
+					why = fmt.Sprintf("shard %d has not opened", sh.ID)
 				}
 			}
 		}
 		if ready {
-			// Catch up with what is committed, so the first clients read recent state.
-			for _, id := range all {
-				cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-				err := s.Sync(cctx, id)
-				cancel()
-				if err != nil {
-					ready = false
-				}
+			// Catch up with what is committed, so the first clients read recent state. All
+			// shards at once (a restarted server replays each shard's log; one after another
+			// this took the sum of the replays), and only the shards still behind are retried.
+			var mu sync.Mutex
+			var wg sync.WaitGroup
+			var behind []uint64
+			for _, id := range pending {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+					t0 := time.Now()
+					err := s.Sync(cctx, id)
+					cancel()
+					mu.Lock()
+					defer mu.Unlock()
+					if err != nil {
+						behind = append(behind, id)
+						why = fmt.Sprintf("shard %d did not catch up: %v", id, err)
+					} else if d := time.Since(t0); d > time.Second {
+						s.log.Info("caught up with a shard before serving", "shard", id, "took", d.Round(time.Millisecond).String())
+					}
+				}()
 			}
+			wg.Wait()
+			pending = behind
+			ready = len(pending) == 0
 		}
 		if ready {
 			return nil
