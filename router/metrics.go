@@ -19,7 +19,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help:    "Time from proposing a batch to this server having applied it, by shard.",
 			Buckets: prometheus.ExponentialBuckets(0.0001, 2, 16)}, []string{"shard"}),
 		retries: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "corral_proposal_retries_total",
-			Help: "Batches proposed again, by shard and reason (retryable, unknown, out_of_order)."}, []string{"shard", "reason"}),
+			Help: "Batches proposed again, by shard and reason (retryable, unknown, out_of_order, blocked)."}, []string{"shard", "reason"}),
 		queueDepth: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "corral_proposal_queue",
 			Help: "Requests waiting to be cut into a batch, by shard."}, []string{"shard"}),
 	}
