@@ -1,9 +1,14 @@
 // Package router owns the way from a request to the shard that serves it and back.
 //
-// It holds the mount table (which subtree lives on which data shard; today a static table with
-// "/" on the first data shard, replicated mount changes arrive with the sharding work), the
-// per-shard published View that lock-free reads use, and one Proposer per shard that batches
-// requests from many sessions into Raft entries and pipelines them.
+// It holds the placement (which data shard serves a path: "/" and "/zookeeper" on the root shard,
+// every other top-level subtree on the shard its name hashes to — placement.go), the per-shard
+// published View that lock-free reads use, one Proposer per shard that batches requests from many
+// sessions into Raft entries and pipelines them, and one control Proposer per shard for
+// cross-shard transaction steps. It coordinates cross-shard transactions (xtxn.go: prepare on
+// every participant, commit with one zxid at the anchor first, recovery of a transaction whose
+// coordinator died) and serves the cross-shard read rule (closer.go: a read that depends on zxid d
+// waits until the local view of its shard reflects every write committed before d was observed,
+// with shared ReadIndex rounds).
 //
 // Invariants:
 //   - A shard's view is published only after the watch events of the batches it reflects were
@@ -20,5 +25,8 @@
 //     evicted) is reported as ErrOutcomeUnknown; the caller closes the client's connection, as
 //     ZooKeeper does when its leader fails with requests in flight.
 //
-// Lock order: Shard.regMu before the watch hub's stripes; Proposer.mu is a leaf.
+//   - A cross-shard transaction commits at the anchor (the participant with the smallest shard id)
+//     before any other participant; the anchor's recorded decision is the outcome recovery applies.
+//
+// Lock order: Shard.regMu before the watch hub's stripes; Proposer.mu and closer.mu are leaves.
 package router

@@ -16,7 +16,13 @@
 //   - An event never precedes the reply that registered its watch: registration, the read and
 //     queueing of the reply happen under the shard's registration lock, which the apply listener
 //     holds exclusively while it triggers watches.
-//   - Every reply header carries a zxid no smaller than any the connection has seen.
+//   - Every reply header carries a zxid no smaller than any the connection has seen: the zxid of
+//     the state the reply reflects (a write's zxid, the view a read used).
+//   - Across shards: a write to another shard than the connection's previous write waits for the
+//     earlier replies (FIFO order across shards); a read first makes the local view of its shard
+//     reflect everything the connection depends on (router.EnsureClosed); a connection holding
+//     watches also catches up the other shards to the view it read, so events precede replies.
+//     Writes spanning shards run as cross-shard transactions (route.go).
 //
 // Bad input: a frame larger than jute.maxbuffer or with a negative length closes the connection;
 // an undecodable record gets MARSHALLINGERROR; an unknown opcode gets UNIMPLEMENTED and the
