@@ -1,7 +1,6 @@
 package router
 
 import (
-	"hash/fnv"
 	"strings"
 )
 
@@ -46,9 +45,13 @@ func TopLevelShard(name string, shards []uint64) uint64 {
 	if name == "zookeeper" || len(shards) == 1 {
 		return shards[0]
 	}
-	h := fnv.New32a()
-	h.Write([]byte(name))
-	return shards[h.Sum32()%uint32(len(shards))]
+	// FNV-1a, 32 bit, computed inline: this runs for every request and must not allocate.
+	h := uint32(2166136261)
+	for i := 0; i < len(name); i++ {
+		h ^= uint32(name[i])
+		h *= 16777619
+	}
+	return shards[h%uint32(len(shards))]
 }
 
 // topLevelName returns the first component of an absolute path ("" for "/" and for paths that

@@ -1,6 +1,7 @@
 package router
 
 import (
+	"hash/fnv"
 	"testing"
 
 	"github.com/corral/corral/shard"
@@ -89,5 +90,21 @@ func TestPlanMulti(t *testing.T) {
 	_, roles = r.PlanMulti(&wire.MultiRequest{Ops: []wire.MultiOp{create("/" + a)}})
 	if len(roles) != 2 || roles[2][0] != shard.RoleParent || roles[TopLevelShard(a, ids)][0] != shard.RoleNode {
 		t.Fatalf("mount-point create roles %v", roles)
+	}
+}
+
+// TestTopLevelShardIsFNV1a pins the hash: placement must never change for a given name, or a
+// restarted server would look for subtrees on the wrong shards.
+func TestTopLevelShardIsFNV1a(t *testing.T) {
+	ids := []uint64{2, 3, 4, 5, 6, 7, 8}
+	for _, name := range []string{"kafka", "hbase", "solr", "a", "bench-00", "bench-15", "ü"} {
+		h := fnv.New32a()
+		h.Write([]byte(name))
+		if got, want := TopLevelShard(name, ids), ids[h.Sum32()%uint32(len(ids))]; got != want {
+			t.Errorf("TopLevelShard(%q) = %d, want %d", name, got, want)
+		}
+	}
+	if n := testing.AllocsPerRun(100, func() { TopLevelShard("kafka", ids) }); n != 0 {
+		t.Errorf("TopLevelShard allocates %.0f times", n)
 	}
 }
