@@ -7,8 +7,12 @@ import (
 // Apply applies one batch and returns its result and the watch events it produced, in order.
 // It is a pure function of (state, batch): no clock, no randomness, no dependence on map order.
 //
-// While the shard holds a prepared transaction, every batch but a control batch is
-// BatchBlocked and changes nothing at all (not even the proposer table). Otherwise a batch from
+// While the shard holds a prepared transaction, a batch that is not a control batch is
+// BatchBlocked and changes nothing at all (not even the proposer table) when one of its ops
+// touches a key the transaction locked, is a closeSession, or would get a zxid counter at or
+// above the transaction's reserved floor (blockedByPrepared); and, so that the proposer backs
+// off instead of re-proposing at once, when it is out of order (its predecessor most likely is
+// blocked). Other batches apply as usual. A batch from
 // an unknown proposer must have Seq 1; a known proposer's batch must have Seq last+1. A batch
 // with an older Seq is a duplicate (BatchDuplicate with the cached results, or
 // BatchDuplicateUnknown once they are evicted); any other Seq is BatchOutOfOrder. Only
@@ -16,10 +20,14 @@ import (
 // its status, lets the shard forget proposers idle for more than 24 h, and tombstones and
 // transaction decisions older than 24 h (batch time).
 func (s *State) Apply(b *Batch) (BatchResult, []Event) {
-	if s.prepared != nil && !b.Control {
+	held := s.prepared != nil && !b.Control
+	if held && s.blockedByPrepared(b) {
 		return BatchResult{Status: BatchBlocked}, nil
 	}
 	status, p := s.admit(b.Proposer, b.Seq)
+	if held && status == BatchOutOfOrder {
+		return BatchResult{Status: BatchBlocked}, nil // admit changed nothing
+	}
 	var res BatchResult
 	var events []Event
 	switch status {
@@ -33,7 +41,7 @@ func (s *State) Apply(b *Batch) (BatchResult, []Event) {
 			}
 			zxid := nextZxid(s.lastZxid, s.cfg.Tag, b.Time, op.MinZxid)
 			s.lastZxid = zxid
-			results[i] = s.applyOp(op, zxid, b.Time, &events)
+			results[i] = s.applyOp(op, zxid, opTime(b.Time, zxid), &events)
 		}
 		s.finish(b.Proposer, p, b, results)
 		res = BatchResult{Status: BatchApplied, Results: results}
@@ -48,6 +56,14 @@ func (s *State) Apply(b *Batch) (BatchResult, []Event) {
 	s.expireDecisions(b.Time)
 	return res, events
 }
+
+// opTime is the time (ctime, mtime, TTL and tombstone decisions) of an op applied at zxid in a
+// batch of the given time: the batch time, or the millisecond the zxid's counter stands for
+// when the counter runs ahead of the batch clock (a MinZxid from a faster clock, more than 4096
+// ops in a millisecond, or a cross-shard commit at a reserved floor). So time never goes
+// backwards as zxids grow, on a shard and across shards, and a transaction's commit time (the
+// millisecond of its zxid) is consistent with the zxids applied around it.
+func opTime(time, zxid int64) int64 { return max(time, ZxidCounter(zxid)>>timeShift) }
 
 // applyOp applies one op under zxid. Every op consumes its zxid, whether it succeeds or fails,
 // as ZooKeeper does for error txns; an undecodable body is MARSHALLINGERROR and an opcode that

@@ -56,6 +56,12 @@
 //   - Close to wall time: b.Time<<12 keeps the counters of all shards near the same physical
 //     clock, so zxids of different shards are roughly comparable (4096 logical ticks per ms);
 //     inputs that would overflow 55 bits are ignored instead of wrapping.
+//   - Time follows the zxid: the time of an op (ctime, mtime, TTL and tombstone decisions) is
+//     max(b.Time, counter>>12), so it never goes backwards as zxids grow, on one shard or
+//     across shards. It exceeds the batch time only while the counter runs ahead of the clock:
+//     a MinZxid from a faster clock, over 4096 ops in a millisecond, or after a cross-shard
+//     commit at a reserved floor (up to reserveMs ahead; the commit's own time is its zxid's
+//     millisecond too).
 //
 // # Exactly once and in order
 //
@@ -77,25 +83,39 @@
 // the batch time, and discards the overlay either way: on the first failure it answers
 // TxnFailed (the op's index and error, or index -1 for a MARSHALLINGERROR of the whole
 // request); on success it holds the transaction prepared and answers TxnPrepared with its
-// floor — the zxid counter it would assign next, max(last>>8 + 1, batch.Time<<12,
-// MinZxid>>8 + 1) — and its provisional results. The coordinator commits with one zxid Z on
+// reserved floor — the zxid counter it would assign next, max(last>>8 + 1, batch.Time<<12,
+// MinZxid>>8 + 1), raised to (batch.Time + reserveMs)<<12 (reserveMs = 1000) — and its
+// provisional results. It also records the transaction's lock set: the tree keys its ops of
+// this shard touch (node and parent of a create or delete — for RoleParent "/" and the stub's
+// key —, the node of a setData or check). The coordinator commits with one zxid Z on
 // every participant: Z's counter is the largest floor and its tag the anchor's (the
 // participant that records the decision, to which recovery sends OpTxnResolve). Commit
 // re-evaluates the ops under Z and the commit's time, applies the overlay, and sets the last
 // zxid to Z. Invariants:
 //
-//   - One prepared transaction per shard. While it is prepared the shard applies no batch but
-//     control batches: every other batch is BatchBlocked (checked before the proposer table:
-//     nothing applied, no zxid consumed, Seq not advanced, nothing cached, no proposer or
-//     tombstone expiry). Control batches carry only transaction ops, which change neither the
-//     tree nor the last zxid except the commit; besides, a control batch only expires
-//     proposers, decisions and tombstones, and an expired tombstone cannot turn an ephemeral
-//     create that passed into one that fails. So the ops evaluate at commit exactly as at
-//     prepare (but for zxid and time), and the commit succeeds.
-//   - Zxids still strictly increase in apply order on every shard: Z's counter is at least the
-//     participant's floor, which is above its last zxid, and a commit with Z <= the last zxid
-//     is refused (TxnAborted, nothing changes, the transaction stays prepared: a coordinator
-//     bug). After the commit the last zxid is Z, so the shard's next own zxid is above it.
+//   - One prepared transaction per shard. While it is prepared the shard applies no batch that
+//     touches the transaction's znodes, and no zxid at or above the reserved floor: a
+//     non-control batch is BatchBlocked (checked before the proposer table: nothing applied, no
+//     zxid consumed, Seq not advanced, nothing cached, no proposer or tombstone expiry) when any
+//     of its ops touches a locked key (create, delete, deleteContainer: node and parent;
+//     setData, setACL, check: the node; a multi: the union over its ops; a body that does not
+//     decode: nothing, it fails with MARSHALLINGERROR), is a closeSession (its nodes are not
+//     known in advance), or would get a zxid counter >= the floor (its batch time reached the
+//     reservation, or a MinZxid pushes it there: then the shard blocks everything until the
+//     decision, which recovery bounds); an out-of-order batch is reported BatchBlocked too, so
+//     that its proposer backs off behind a blocked predecessor. Other batches apply. A write
+//     changes only the nodes of its key set, and a transaction op's outcome depends only on
+//     the nodes of its own keys (node and parent: existence, version, ACL, children, cversion)
+//     and the session's tombstone, which only closeSession adds; control batches carry only
+//     transaction ops, which change neither the tree nor the last zxid except the commit; and
+//     an expired tombstone cannot turn an ephemeral create that passed into one that fails. So
+//     the ops evaluate at commit (and at a repeated prepare, which answers the recorded floor)
+//     exactly as at prepare (but for zxid and time), and the commit succeeds.
+//   - Zxids still strictly increase in apply order on every shard: every op applied while the
+//     transaction is prepared has a counter below the participant's floor, Z's counter is at
+//     least that floor, and a commit with Z <= the last zxid is refused (TxnAborted, nothing
+//     changes, the transaction stays prepared: a coordinator bug). After the commit the last
+//     zxid is Z, so the shard's next own zxid is above it.
 //   - Z is unique across shards: it carries the anchor's tag, only the anchor's clock produces
 //     zxids with that tag, and Z is above the anchor's previous zxid too.
 //   - A transaction commits under the one zxid Z on every participant, with one ctime/mtime
@@ -108,9 +128,10 @@
 //   - Everything is a pure function of (state, batch), as every other op.
 //
 // Transaction ops in a non-control batch, and client or internal ops in a control batch, fail
-// with UNIMPLEMENTED and consume no zxid. The prepared transaction (the TxnPrepare and the
-// session, auth, MinZxid and batch time of its prepare op) and the decisions are persisted with
-// the rest of the state.
+// with UNIMPLEMENTED and consume no zxid. The prepared transaction (the TxnPrepare, the
+// session, auth, MinZxid and batch time of its prepare op, and the reserved floor; the lock set
+// is recomputed from the TxnPrepare on load) and the decisions are persisted with the rest of
+// the state.
 //
 // # Stubs
 //

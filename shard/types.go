@@ -49,9 +49,10 @@ const (
 	BatchDuplicateUnknown
 	// BatchOutOfOrder: Seq was not the proposer's next; nothing was applied, no zxid consumed.
 	BatchOutOfOrder
-	// BatchBlocked: the shard holds a prepared cross-shard transaction and the batch is not a
-	// control batch: nothing was applied, no zxid consumed, the proposer's Seq not advanced and
-	// nothing cached. Propose it again (same Seq) once the transaction is decided.
+	// BatchBlocked: the shard holds a prepared cross-shard transaction and the batch (not a
+	// control batch) touches one of its znodes, would reach its reserved zxid floor, or is out
+	// of order: nothing was applied, no zxid consumed, the proposer's Seq not advanced and
+	// nothing cached. Propose it again (same Seq) after a backoff.
 	BatchBlocked
 )
 

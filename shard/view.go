@@ -24,7 +24,8 @@ type PreparedInfo struct {
 }
 
 // Prepared returns the transaction this view's shard holds prepared, if any. While it does, the
-// shard applies no batch but control batches (see BatchBlocked).
+// shard blocks batches that touch the transaction's znodes or reach its reserved zxid floor
+// (see BatchBlocked); it commits above the zxid of every view taken meanwhile.
 func (v *View) Prepared() (PreparedInfo, bool) {
 	if v.prepared == nil {
 		return PreparedInfo{}, false

@@ -89,9 +89,10 @@ const (
 // TxnReply is the body of a transaction op's result.
 type TxnReply struct {
 	Outcome TxnOutcome
-	// Floor (TxnPrepared) is the zxid counter this shard would assign next:
-	// max(last>>8 + 1, batch.Time<<12, op.MinZxid>>8 + 1), as for any op (see doc.go, "Zxids").
-	// The commit zxid must have a counter >= every participant's floor.
+	// Floor (TxnPrepared) is the reserved zxid counter: max(last>>8 + 1, batch.Time<<12,
+	// op.MinZxid>>8 + 1) (the counter this shard would assign next, see doc.go, "Zxids"),
+	// raised to (batch.Time + reserveMs)<<12. While prepared, the shard assigns only counters
+	// below it. The commit zxid must have a counter >= every participant's floor.
 	Floor int64
 	// FailIndex (TxnFailed) is the index in Multi.Ops of this shard's first failing op, or -1
 	// when the whole request is MARSHALLINGERROR.

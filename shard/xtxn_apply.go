@@ -15,8 +15,16 @@ import (
 // tombstones: by then no coordinator or recovery step of it can still be in flight.
 const decisionTTL = 24 * 60 * 60 * 1000
 
+// reserveMs is how far ahead of its batch time (ms) a prepare reserves the zxid range of its
+// transaction: the floor a participant reports is at least (prepare time + reserveMs) << 12, and
+// while the transaction is prepared the shard applies only ops whose zxid counter stays below
+// that floor. So other writes keep applying for about reserveMs of batch time after a prepare;
+// past that (or when a MinZxid reaches the floor) every batch is blocked until the decision,
+// which recovery bounds (see doc.go, "Cross-shard transactions").
+const reserveMs = 1000
+
 // preparedTxn is the transaction a shard holds prepared: the request and the session context of
-// its prepare op, which the commit re-evaluates.
+// its prepare op, which the commit re-evaluates, the reserved floor, and the lock set.
 type preparedTxn struct {
 	body    []byte     // the encoded TxnPrepare (owned: prep aliases it)
 	prep    TxnPrepare // decoded from body
@@ -24,6 +32,159 @@ type preparedTxn struct {
 	auth    []wire.ID
 	minZxid int64
 	time    int64 // batch time of the prepare
+	// floor is the reserved zxid counter reported by the prepare: every op applied while the
+	// transaction is prepared gets a counter below it. 0 only for a record written before
+	// reservations existed: then the shard blocks every batch, as it did then.
+	floor int64
+	// locks is the set of tree keys the transaction's ops of this shard touch (lockSet); derived
+	// from prep, so it is not persisted but recomputed on load.
+	locks map[string]struct{}
+}
+
+// reservedFloor returns the floor a prepare reports: the counter the shard would assign next
+// (as for any op: max(last+1, time<<12, MinZxid>>8+1)), raised to (time+reserveMs)<<12 unless
+// that would leave the 55-bit counter range.
+func reservedFloor(last int64, tag uint8, time, minZxid int64) int64 {
+	c := ZxidCounter(nextZxid(last, tag, time, minZxid))
+	if t := time + reserveMs; t > 0 && t <= maxCounter>>timeShift && t<<timeShift > c {
+		c = t << timeShift
+	}
+	return c
+}
+
+// lockSet returns the tree keys p's ops of this shard (roles other than RoleNone) touch: node
+// and parent for a create or delete (for RoleParent the parent is "/" and the node the stub's
+// key; RoleNode locks "/" too, harmlessly), the node for setData and check.
+func (p *preparedTxn) lockSet() map[string]struct{} {
+	locks := make(map[string]struct{})
+	add := func(k string) { locks[k] = struct{}{} }
+	for i := range p.prep.Multi.Ops {
+		if p.prep.Roles[i] != RoleNone {
+			multiOpKeys(&p.prep.Multi.Ops[i], add)
+		}
+	}
+	return locks
+}
+
+// touchKeys calls f with the key of path and, withParent, the key of its parent (as
+// splitParent finds it). A path that maps to no key names no node: an op on it reads and
+// writes nothing there, so it is skipped.
+func touchKeys(path string, withParent bool, f func(string)) {
+	if k, ok := keyOf(path); ok {
+		f(k)
+	}
+	if withParent {
+		if parent, ok := splitParent(path); ok {
+			if k, ok := parentKey(parent); ok {
+				f(k)
+			}
+		}
+	}
+}
+
+// multiOpKeys calls f with the keys one op of a multi touches. Read ops touch nothing (a multi
+// holding one fails as a whole anyway).
+func multiOpKeys(op *wire.MultiOp, f func(string)) {
+	switch op.Op {
+	case wire.OpCreate, wire.OpCreate2, wire.OpCreateContainer:
+		if op.Create != nil {
+			touchKeys(op.Create.Path, true, f)
+		}
+	case wire.OpCreateTTL:
+		if op.CreateTTL != nil {
+			touchKeys(op.CreateTTL.Path, true, f)
+		}
+	case wire.OpDelete:
+		if op.Delete != nil {
+			touchKeys(op.Delete.Path, true, f)
+		}
+	case wire.OpSetData:
+		if op.SetData != nil {
+			touchKeys(op.SetData.Path, false, f)
+		}
+	case wire.OpCheck:
+		if op.Check != nil {
+			touchKeys(op.Check.Path, false, f)
+		}
+	}
+}
+
+// conflicts reports whether op, applied now, could touch a key in locks. It decodes the body
+// exactly as applyOp does: a body that does not decode fails with MARSHALLINGERROR and touches
+// nothing. closeSession deletes an unknown set of nodes and always conflicts. Opcodes that are
+// not writes (UNIMPLEMENTED) and transaction ops touch nothing.
+func conflicts(op *Op, locks map[string]struct{}) bool {
+	hit := false
+	f := func(k string) {
+		if _, ok := locks[k]; ok {
+			hit = true
+		}
+	}
+	d := wire.NewDecoder(op.Body)
+	switch op.Code {
+	case wire.OpCreate, wire.OpCreate2, wire.OpCreateContainer:
+		var r wire.CreateRequest
+		if r.Decode(d) == nil {
+			touchKeys(r.Path, true, f)
+		}
+	case wire.OpCreateTTL:
+		var r wire.CreateTTLRequest
+		if r.Decode(d) == nil {
+			touchKeys(r.Path, true, f)
+		}
+	case wire.OpDelete, wire.OpDeleteContainer:
+		var r wire.DeleteRequest
+		if r.Decode(d) == nil {
+			touchKeys(r.Path, true, f)
+		}
+	case wire.OpSetData:
+		var r wire.SetDataRequest
+		if r.Decode(d) == nil {
+			touchKeys(r.Path, false, f)
+		}
+	case wire.OpSetACL:
+		var r wire.SetACLRequest
+		if r.Decode(d) == nil {
+			touchKeys(r.Path, false, f)
+		}
+	case wire.OpCheck:
+		var r wire.CheckVersionRequest
+		if r.Decode(d) == nil {
+			touchKeys(r.Path, false, f)
+		}
+	case wire.OpMulti:
+		var r wire.MultiRequest
+		if r.Decode(d) == nil {
+			for i := range r.Ops {
+				multiOpKeys(&r.Ops[i], f)
+			}
+		}
+	case wire.OpCloseSession:
+		return true
+	}
+	return hit
+}
+
+// blockedByPrepared reports whether the non-control batch b must wait for the prepared
+// transaction: some op of it touches a locked key, or gets a zxid counter at or above the
+// reserved floor. Transaction ops in it fail without a zxid and touch nothing.
+func (s *State) blockedByPrepared(b *Batch) bool {
+	p := s.prepared
+	if p.floor == 0 {
+		return true // a prepare recorded before reservations: block everything
+	}
+	last := s.lastZxid
+	for i := range b.Ops {
+		op := &b.Ops[i]
+		if isTxnOp(op.Code) {
+			continue
+		}
+		last = nextZxid(last, s.cfg.Tag, b.Time, op.MinZxid)
+		if ZxidCounter(last) >= p.floor || conflicts(op, p.locks) {
+			return true
+		}
+	}
+	return false
 }
 
 func (p *preparedTxn) info() *PreparedInfo {
@@ -157,22 +318,34 @@ func (s *State) txnPrepare(p *preparedTxn) TxnReply {
 	if d, ok := s.decisions.byID[id]; ok {
 		return d.reply() // decided: never prepared again
 	}
-	if s.prepared != nil {
-		if s.prepared.prep.ID != id {
-			return TxnReply{Outcome: TxnBusy}
-		}
-		p = s.prepared // a repeat: the same answer, from the prepare that locked
+	repeat := s.prepared != nil
+	var floor int64
+	switch {
+	case repeat && s.prepared.prep.ID != id:
+		return TxnReply{Outcome: TxnBusy}
+	case repeat && s.prepared.floor != 0:
+		// A repeat: the same answer, from the prepare that locked. Batches applied since
+		// touched none of its keys, so its ops evaluate as they did.
+		p, floor = s.prepared, s.prepared.floor
+	case repeat:
+		// A repeat of a prepare recorded before reservations: nothing applied since.
+		p = s.prepared
+		floor = ZxidCounter(nextZxid(s.lastZxid, s.cfg.Tag, p.time, p.minZxid))
+	default:
+		floor = reservedFloor(s.lastZxid, s.cfg.Tag, p.time, p.minZxid)
 	}
-	zxid := nextZxid(s.lastZxid, s.cfg.Tag, p.time, p.minZxid)
+	zxid := floor<<tagBits | int64(s.cfg.Tag)
 	results, failIndex, err := s.evalTxn(p, zxid, p.time)
 	s.tx.begin(0, 0) // discard the overlay
 	if err != wire.ErrOK {
 		return TxnReply{Outcome: TxnFailed, FailIndex: failIndex, FailErr: err}
 	}
-	if s.prepared == nil {
+	if !repeat {
+		p.floor = floor
+		p.locks = p.lockSet()
 		s.setPrepared(p)
 	}
-	return TxnReply{Outcome: TxnPrepared, Floor: ZxidCounter(zxid), Results: results}
+	return TxnReply{Outcome: TxnPrepared, Floor: floor, Results: results}
 }
 
 // evalTxn evaluates p's ops of this shard (roles other than RoleNone), in index order, in the
@@ -252,15 +425,25 @@ func (s *State) txnAbort(id uint64, now int64) TxnReply {
 
 // Encodings of the transaction state (store and canonical state):
 //
-//	prepared ("mx"): u8 version (1) | bytes TxnPrepare | varint session | varint minZxid
-//	                 | varint time | uvarint len(auth) | (str scheme, str id)...
+//	prepared ("mx"): u8 version (2) | bytes TxnPrepare | varint session | varint minZxid
+//	                 | varint time | varint floor | uvarint len(auth) | (str scheme, str id)...
+//	                 (version 1, written before reservations, has no floor: decoded as 0)
+//	                 The lock set is recomputed from the TxnPrepare.
 //	decision ("d" + id): u8 committed | varint zxid | varint time
+//
+// Versions of the prepared-transaction record.
+const (
+	preparedVersionNoFloor = 1
+	preparedVersion        = 2
+)
+
 func appendPrepared(dst []byte, p *preparedTxn) []byte {
-	dst = append(dst, txnCodecVersion)
+	dst = append(dst, preparedVersion)
 	dst = appendBytes(dst, p.body)
 	dst = binary.AppendVarint(dst, p.session)
 	dst = binary.AppendVarint(dst, p.minZxid)
 	dst = binary.AppendVarint(dst, p.time)
+	dst = binary.AppendVarint(dst, p.floor)
 	dst = binary.AppendUvarint(dst, uint64(len(p.auth)))
 	for _, id := range p.auth {
 		dst = appendStr(dst, id.Scheme)
@@ -271,12 +454,16 @@ func appendPrepared(dst []byte, p *preparedTxn) []byte {
 
 func decodePrepared(val []byte) (*preparedTxn, error) {
 	r := reader{buf: val}
-	if v := r.byte(); v != txnCodecVersion && r.err == nil {
+	v := r.byte()
+	if v != preparedVersion && v != preparedVersionNoFloor && r.err == nil {
 		return nil, fmt.Errorf("%w: prepared txn version %d", ErrCorruptStore, v)
 	}
 	p := &preparedTxn{}
 	p.body = bytes.Clone(r.bytes())
 	p.session, p.minZxid, p.time = r.varint(), r.varint(), r.varint()
+	if v == preparedVersion {
+		p.floor = r.varint()
+	}
 	if n := r.count(2); n > 0 {
 		p.auth = make([]wire.ID, n)
 		for i := range p.auth {
@@ -290,6 +477,7 @@ func decodePrepared(val []byte) (*preparedTxn, error) {
 	if p.prep, err = DecodeTxnPrepare(p.body); err != nil {
 		return nil, fmt.Errorf("%w: prepared txn: %v", ErrCorruptStore, err)
 	}
+	p.locks = p.lockSet()
 	return p, nil
 }
 

@@ -45,10 +45,11 @@ func topCreate(id uint64, role TxnRole, path string) TxnPrepare {
 	return TxnPrepare{ID: id, Anchor: 1, Deadline: 9_999, Multi: multiOf(mCreate(path, []byte("v"), 0)), Roles: []TxnRole{role}}
 }
 
-// TestTxnBlocking: while prepared, every non-control batch is BatchBlocked and changes nothing
-// (no zxid, no seq, no cache, no new proposer, no expiry); control batches apply. After the
-// commit the refused batch applies with its original seq, and duplicate and out-of-order
-// handling are as before.
+// TestTxnBlocking: while prepared, a non-control batch that touches a locked key (here "/", the
+// parent of the stub), is out of order, or would reach the reserved floor is BatchBlocked and
+// changes nothing (no zxid, no seq, no cache, no new proposer, no expiry); control batches
+// apply. After the commit the refused batch applies with its original seq, and duplicate and
+// out-of-order handling are as before.
 func TestTxnBlocking(t *testing.T) {
 	s := NewState(StateConfig{Tag: 1, OwnsRoot: true})
 	s.track = true
@@ -59,8 +60,8 @@ func TestTxnBlocking(t *testing.T) {
 		t.Fatalf("prepare: %+v", rep)
 	}
 	floor := rep.Floor
-	if ZxidCounter(s.lastZxid) >= floor {
-		t.Fatalf("floor %d not above the last zxid %x", rep.Floor, s.lastZxid)
+	if ZxidCounter(s.lastZxid) >= floor || floor != (1000+reserveMs)<<timeShift {
+		t.Fatalf("floor %d not reserved above the last zxid %x", rep.Floor, s.lastZxid)
 	}
 	if info, ok := s.View(0).Prepared(); !ok || info != (PreparedInfo{ID: 5, Anchor: 1, PrepareTime: 1000, Deadline: 9_999}) {
 		t.Fatalf("view: %+v %v", info, ok)
@@ -68,11 +69,13 @@ func TestTxnBlocking(t *testing.T) {
 	before := s.AppendCanonical(nil)
 	s.dirty.reset()
 	for _, b := range []*Batch{
-		batch(1, 2, 1000, opCreate("/b", nil, 0)), // next seq
-		batch(1, 1, 1000),                         // duplicate
-		batch(1, 7, 1000),                         // gap
-		batch(9, 1, 1000, opCreate("/c", nil, 0)), // new proposer
-		batch(1, 2, 1000+2*tombstoneTTL),          // would expire tombstone 3 and proposer 2
+		batch(1, 2, 1000, opCreate("/b", nil, 0)),                    // next seq, locked parent
+		batch(1, 1, 1000, opCreate("/a", nil, 0)),                    // duplicate, locked parent
+		batch(1, 7, 1000),                                            // gap
+		batch(9, 1, 1000, opCreate("/c", nil, 0)),                    // new proposer, locked parent
+		batch(1, 2, 1000+2*tombstoneTTL, opSet("/a", nil, -1)),       // past the floor; would expire tombstone 3 and proposer 2
+		batch(1, 2, 1000, Op{Code: wire.OpCloseSession, Session: 4}), // closeSession
+		batch(1, 2, 1000, Op{Code: wire.OpSetData, MinZxid: floor<<8 | 2, Body: opSet("/a", nil, -1).Body}), // MinZxid at the floor
 	} {
 		res, evs := s.Apply(b)
 		if res.Status != BatchBlocked || res.Results != nil || evs != nil {
@@ -217,6 +220,7 @@ func TestTxnMachinePersistence(t *testing.T) {
 		ctl(2, 1000, prepareOp(topCreate(42, RoleParent, "/x")), prepareOp(topCreate(42, RoleParent, "/x"))),
 	))
 	want := canonical(m)
+	lastBefore := m.state.lastZxid
 	if info, ok := m.View().Prepared(); !ok || info.ID != 42 {
 		t.Fatal("view after prepare")
 	}
@@ -249,19 +253,38 @@ func TestTxnMachinePersistence(t *testing.T) {
 	if idx != 3 {
 		t.Fatalf("reopened at %d", idx)
 	}
-	z := m2.state.lastZxid + 1<<8
+	floor := m.state.prepared.floor
+	if floor != (1000+reserveMs)<<timeShift {
+		t.Fatalf("floor %d", floor)
+	}
+	wantLocks := map[string]struct{}{"": {}, "\x01x": {}}
+	for name, x := range map[string]*Machine{"reopened": m2, "recovered": r} {
+		if p := x.state.prepared; p.floor != floor || !reflect.DeepEqual(p.locks, wantLocks) {
+			t.Fatalf("%s: floor %d locks %q", name, p.floor, p.locks)
+		}
+	}
+	z := floor<<8 | 1
 	next := entries(4,
-		batch(9, 2, 1001, opCreate("/b", nil, 0)), // blocked
+		batch(9, 2, 1001, opSet("/a", []byte("v"), -1)),   // not locked: applies below the floor
+		batch(9, 3, 1001, opCreate("/b", nil, 0)),         // "/" is locked: blocked
+		batch(9, 3, 1000+reserveMs, opSet("/a", nil, -1)), // reaches the floor: blocked
 		ctl(3, 1001, prepareOp(topCreate(41, RoleParent, "/late")), commitOp(42, z, 1001)),
-		batch(9, 2, 1002, opCreate("/b", nil, 0)),
+		batch(9, 3, 1002, opCreate("/b", nil, 0)),
 	)
 	for name, x := range map[string]*Machine{"reopened": m2, "recovered": r} {
 		res := update(t, x, next)
-		if res[0].Status != BatchBlocked || res[1].Status != BatchApplied || res[2].Status != BatchApplied {
+		if res[0].Status != BatchApplied || res[1].Status != BatchBlocked || res[2].Status != BatchBlocked ||
+			res[3].Status != BatchApplied || res[4].Status != BatchApplied {
 			t.Fatalf("%s: statuses %+v", name, res)
 		}
-		late, _ := DecodeTxnReply(res[1].Results[0].Body)
-		done, _ := DecodeTxnReply(res[1].Results[1].Body)
+		if zx := res[0].Results[0].Zxid; zx <= lastBefore || ZxidCounter(zx) >= floor {
+			t.Fatalf("%s: zxid %x while prepared", name, zx)
+		}
+		if zx := res[4].Results[0].Zxid; zx <= z {
+			t.Fatalf("%s: zxid %x after the commit", name, zx)
+		}
+		late, _ := DecodeTxnReply(res[3].Results[0].Body)
+		done, _ := DecodeTxnReply(res[3].Results[1].Body)
 		if late.Outcome != TxnAborted || done.Outcome != TxnCommitted || done.Zxid != z {
 			t.Fatalf("%s: %+v %+v", name, late, done)
 		}
@@ -290,10 +313,12 @@ func TestTxnMachinePersistence(t *testing.T) {
 
 // TestTxnDeterminism applies random client batches and random transaction steps (prepare,
 // commit with a random zxid, abort, resolve, repeats) to two states, and checks identical
-// results, events and canonical states, strictly increasing zxids, the tree's invariants, and
-// that a blocked batch changes nothing.
+// results, events and canonical states, strictly increasing zxids, zxids below the reserved
+// floor while a transaction is prepared, the tree's invariants, and that a blocked batch changes
+// nothing.
 func TestTxnDeterminism(t *testing.T) {
 	outcomes := map[TxnOutcome]int{}
+	heldStatus := map[BatchStatus]int{} // client batches while a transaction is prepared
 	for seed := int64(1); seed <= 4; seed++ {
 		r := rand.New(rand.NewSource(seed))
 		cfg := StateConfig{OwnsRoot: true, ExtendedTypes: true, Tag: 3}
@@ -316,6 +341,10 @@ func TestTxnDeterminism(t *testing.T) {
 				b = &Batch{Proposer: 2, Seq: ctlSeq + 1, Time: now, Control: true, Ops: []Op{randomTxnOp(r, &nextID, s1)}}
 			}
 			before := s1.AppendCanonical(nil)
+			var floor int64 = maxCounter + 1
+			if s1.prepared != nil && !b.Control {
+				floor = s1.prepared.floor
+			}
 			enc := b.AppendTo(nil)
 			db, err := DecodeBatch(enc)
 			if err != nil {
@@ -325,6 +354,9 @@ func TestTxnDeterminism(t *testing.T) {
 			res2, ev2 := s2.Apply(b)
 			if !reflect.DeepEqual(res1, res2) || !reflect.DeepEqual(ev1, ev2) || !bytes.Equal(s1.AppendCanonical(nil), s2.AppendCanonical(nil)) {
 				t.Fatalf("seed %d batch %d: states diverged", seed, i)
+			}
+			if floor <= maxCounter {
+				heldStatus[res1.Status]++
 			}
 			switch res1.Status {
 			case BatchApplied:
@@ -343,6 +375,9 @@ func TestTxnDeterminism(t *testing.T) {
 			}
 			for _, o := range res1.Results {
 				if o.Zxid != 0 {
+					if ZxidCounter(o.Zxid) >= floor {
+						t.Fatalf("seed %d batch %d: zxid %x at or above the reserved floor %d", seed, i, o.Zxid, floor)
+					}
 					if o.Zxid <= last {
 						t.Fatalf("seed %d batch %d: zxid %x after %x", seed, i, o.Zxid, last)
 					}
@@ -367,7 +402,10 @@ func TestTxnDeterminism(t *testing.T) {
 			checkInvariants(t, s1)
 		}
 	}
-	t.Logf("outcomes: %v", outcomes)
+	t.Logf("outcomes: %v; client batches while prepared: %v", outcomes, heldStatus)
+	if heldStatus[BatchApplied] == 0 || heldStatus[BatchBlocked] == 0 {
+		t.Errorf("while prepared: %v, want both applied and blocked batches", heldStatus)
+	}
 	for o := TxnPrepared; o <= TxnAborted; o++ {
 		if outcomes[o] == 0 {
 			t.Errorf("no outcome %d", o)
@@ -386,6 +424,9 @@ func randomTxnOp(r *rand.Rand, nextID *uint64, s *State) Op {
 	switch k := r.Intn(10); {
 	case cur != 0 && k < 4:
 		z := s.lastZxid + int64(r.Intn(1000))<<8 - 1<<8 // sometimes not above: refused
+		if r.Intn(2) == 0 {
+			z = (s.prepared.floor + int64(r.Intn(3))) << 8 // the floor, as a coordinator commits
+		}
 		return commitOp(cur, z|int64(r.Intn(4)), int64(r.Intn(1000)))
 	case cur != 0 && k < 5:
 		return abortOp(cur)
@@ -444,4 +485,157 @@ func randomTxnOp(r *rand.Rand, nextID *uint64, s *State) Op {
 		p.Roles = append(p.Roles, RoleFull)
 	}
 	return Op{Code: OpTxnPrepare, Body: p.AppendTo(nil), Session: int64(r.Intn(3)), MinZxid: int64(r.Intn(3)) << 20}
+}
+
+// TestTxnLocksOnlyItsKeys: a transaction over the root shard (set, create, check, and the parent
+// side of a top-level create) and data shard x (the node side) locks only the keys it touches.
+// Other batches apply while it is prepared, with zxids above the earlier ones and below the
+// reserved floor; conflicting ones (the same node, the parent of a create, a create under a
+// locked parent, a multi or batch with one conflicting op, closeSession, deleteContainer) and
+// ones that reach the floor (batch time or MinZxid) are blocked and change nothing. Both commit
+// orders work; Z is above every zxid applied in between; the blocked batches apply afterwards,
+// above Z.
+func TestTxnLocksOnlyItsKeys(t *testing.T) {
+	for _, rootFirst := range []bool{true, false} {
+		root := NewState(StateConfig{Tag: 1, OwnsRoot: true})
+		x := NewState(StateConfig{Tag: 2})
+		if r, _ := root.Apply(batch(1, 1, 1000, opCreate("/a", nil, 0), opCreate("/a/b", nil, 0),
+			opCreate("/c", nil, 0), opCreate("/d", nil, 0))); r.Status != BatchApplied {
+			t.Fatal(r)
+		}
+		multi := multiOf(mSet("/a/b", []byte("t"), -1), mCreate("/c/n", nil, 0), mCheck("/d", -1), mCreate("/x", nil, 0))
+		prep := func(roles ...TxnRole) Op {
+			return prepareOp(TxnPrepare{ID: 5, Anchor: 1, Deadline: 2000, Multi: multi, Roles: roles})
+		}
+		rr, _, _ := txnReply(t, root, ctl(1, 1000, prep(RoleFull, RoleFull, RoleFull, RoleParent)))
+		xr, _, _ := txnReply(t, x, ctl(1, 1010, prep(RoleNone, RoleNone, RoleNone, RoleNode)))
+		if rr.Outcome != TxnPrepared || xr.Outcome != TxnPrepared ||
+			rr.Floor != (1000+reserveMs)<<timeShift || xr.Floor != (1010+reserveMs)<<timeShift {
+			t.Fatalf("prepare: %+v %+v", rr, xr)
+		}
+		// applied: every zxid above the previous one and below the floor
+		last := map[*State]int64{root: root.lastZxid, x: x.lastZxid}
+		floor := map[*State]int64{root: rr.Floor, x: xr.Floor}
+		apply := func(s *State, b *Batch) []OpResult {
+			t.Helper()
+			res, _ := s.Apply(b)
+			if res.Status != BatchApplied {
+				t.Fatalf("batch %+v: %+v", b, res)
+			}
+			for _, o := range res.Results {
+				if o.Zxid <= last[s] || ZxidCounter(o.Zxid) >= floor[s] {
+					t.Fatalf("zxid %x after %x, floor %d", o.Zxid, last[s], floor[s])
+				}
+				last[s] = o.Zxid
+			}
+			return res.Results
+		}
+		blocked := func(s *State, b *Batch) {
+			t.Helper()
+			before := s.AppendCanonical(nil)
+			if res, evs := s.Apply(b); res.Status != BatchBlocked || evs != nil {
+				t.Fatalf("batch %+v: %+v", b, res)
+			}
+			if !bytes.Equal(s.AppendCanonical(nil), before) {
+				t.Fatalf("blocked batch %+v changed the state", b)
+			}
+		}
+		res := apply(root, batch(1, 2, 1100,
+			opCreate("/a/x", nil, 0), opSet("/a", []byte("1"), -1), opDelete("/a/x", -1), opCreate2("/a/b2/deep", nil, 0),
+			Op{Code: wire.OpSetData, Body: []byte{1}}, // undecodable: MARSHALLINGERROR, touches nothing
+			Op{Code: wire.OpMulti, Body: encode(&wire.MultiRequest{Ops: []wire.MultiOp{mCreate("/a/m", nil, 0), mCheck("/a", 1)}})}))
+		if res[0].Err != wire.ErrOK || res[1].Err != wire.ErrOK || res[2].Err != wire.ErrOK || res[3].Err != wire.ErrNoNode ||
+			res[4].Err != wire.ErrMarshallingError || res[5].Err != wire.ErrOK {
+			t.Fatalf("non-conflicting batch: %+v", res)
+		}
+		apply(x, batch(1, 1, 1100, opSet("/y", nil, -1)))
+		for _, op := range []Op{
+			opSet("/a/b", nil, -1),      // the same node
+			opDelete("/a/b", -1),        // the same node
+			opSet("/c", nil, -1),        // the parent of a create
+			opCreate("/c/m", nil, 0),    // a create under a locked parent
+			opCreate("/e", nil, 0),      // a create under "/" (the stub's parent)
+			opDelete("/d", -1),          // a checked node
+			opCreate("/x", nil, 0),      // the stub
+			{Code: wire.OpCloseSession}, // unknown set of nodes
+			{Code: wire.OpDeleteContainer, Body: encode(&wire.DeleteRequest{Path: "/c", Version: -1})},
+			{Code: wire.OpMulti, Body: encode(&wire.MultiRequest{Ops: []wire.MultiOp{mCheck("/a", 1), mSet("/a/b", nil, -1)}})},
+		} {
+			blocked(root, batch(1, 3, 1200, op))
+		}
+		blocked(root, batch(1, 3, 1200, opSet("/a", nil, -1), opSet("/d", nil, -1))) // one conflicting op
+		blocked(root, batch(1, 3, 1000+reserveMs, opSet("/a", nil, -1)))             // time reaches the floor
+		blocked(root, batch(1, 3, 1200, Op{Code: wire.OpSetData, MinZxid: rr.Floor<<8 - 1, Body: opSet("/a", nil, -1).Body}))
+		blocked(x, batch(1, 2, 1200, opSet("/x", nil, -1)))
+		blocked(x, batch(1, 2, 1200, opCreate("/x/c", nil, 0)))
+		// just below the floor still applies
+		apply(root, batch(1, 3, 1000+reserveMs-1, opSet("/a", nil, -1)))
+
+		z := max(rr.Floor, xr.Floor)<<8 | 1
+		order := []*State{root, x}
+		if !rootFirst {
+			order = []*State{x, root}
+		}
+		for _, s := range order {
+			if s.lastZxid >= z {
+				t.Fatalf("Z %x not above %x", z, s.lastZxid)
+			}
+			rep, _, _ := txnReply(t, s, ctl(2, 1300, commitOp(5, z, 1300)))
+			if rep.Outcome != TxnCommitted || s.lastZxid != z {
+				t.Fatalf("commit: %+v", rep)
+			}
+			last[s], floor[s] = z, maxCounter+1
+		}
+		if n, ok := root.View(0).Get("/a/b"); !ok || string(n.Data()) != "t" || n.Stat().Mzxid != z {
+			t.Fatal("/a/b not committed")
+		}
+		if n, ok := root.View(0).Get("/c/n"); !ok || n.Stat().Czxid != z {
+			t.Fatal("/c/n not committed")
+		}
+		if _, ok := x.View(0).Get("/x"); !ok {
+			t.Fatal("/x not committed")
+		}
+		// the blocked batches apply now, above Z
+		if res := apply(root, batch(1, 4, 2500, opSet("/a/b", nil, -1), opCreate("/c/m", nil, 0))); res[0].Err != wire.ErrOK || res[1].Err != wire.ErrOK {
+			t.Fatalf("after commit: %+v", res)
+		}
+		if res := apply(x, batch(1, 2, 1200, opSet("/x", nil, -1))); res[0].Err != wire.ErrOK {
+			t.Fatalf("after commit: %+v", res)
+		}
+		// time follows the zxid: above Z, an op's time is at least the millisecond of Z
+		if n, ok := root.View(0).Get("/c/m"); !ok || n.Stat().Czxid <= z || n.Stat().Ctime != ZxidCounter(n.Stat().Czxid)>>timeShift ||
+			n.Stat().Ctime < ZxidCounter(z)>>timeShift {
+			t.Fatalf("/c/m after commit: %+v", n.Stat())
+		}
+		if n, _ := x.View(0).Get("/x"); n.Stat().Mtime < ZxidCounter(z)>>timeShift {
+			t.Fatalf("/x after commit: %+v", n.Stat())
+		}
+		checkInvariants(t, root)
+	}
+}
+
+// TestTxnLegacyPrepared: a prepared record written before reservations (version 1, no floor)
+// blocks every batch, as it did, and a repeated prepare answers the floor it answered then.
+func TestTxnLegacyPrepared(t *testing.T) {
+	s := NewState(StateConfig{Tag: 1, OwnsRoot: true})
+	s.Apply(batch(1, 1, 1000, opCreate("/a", nil, 0)))
+	body := topCreate(5, RoleParent, "/x")
+	p := &preparedTxn{body: body.AppendTo(nil), time: 1000}
+	rec := appendPrepared(nil, p)
+	// version 1: no floor field
+	old := append([]byte{preparedVersionNoFloor}, rec[1:]...)
+	i := len(appendBytes([]byte{0}, p.body)) + 3 // version, body, session, minZxid, time (one byte each here)
+	old = append(old[:i:i], old[i+1:]...)
+	q, err := decodePrepared(old)
+	if err != nil || q.floor != 0 || len(q.locks) != 2 {
+		t.Fatalf("decode: %+v %v", q, err)
+	}
+	s.prepared = q
+	if r, _ := s.Apply(batch(1, 2, 1000, opSet("/a", nil, -1))); r.Status != BatchBlocked {
+		t.Fatalf("legacy prepared: %+v", r)
+	}
+	rep, _, _ := txnReply(t, s, ctl(1, 1000, prepareOp(body)))
+	if rep.Outcome != TxnPrepared || rep.Floor != ZxidCounter(s.lastZxid)+1 {
+		t.Fatalf("repeat: %+v", rep)
+	}
 }
