@@ -84,7 +84,7 @@
 // TxnFailed (the op's index and error, or index -1 for a MARSHALLINGERROR of the whole
 // request); on success it holds the transaction prepared and answers TxnPrepared with its
 // reserved floor — the zxid counter it would assign next, max(last>>8 + 1, batch.Time<<12,
-// MinZxid>>8 + 1), raised to (batch.Time + reserveMs)<<12 (reserveMs = 1000) — and its
+// MinZxid>>8 + 1), raised to (batch.Time + reserveMs)<<12 (reserveMs = 250) — and its
 // provisional results. It also records the transaction's lock set: the tree keys its ops of
 // this shard touch (node and parent of a create or delete — for RoleParent "/" and the stub's
 // key —, the node of a setData or check). The coordinator commits with one zxid Z on

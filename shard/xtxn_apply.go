@@ -21,7 +21,7 @@ const decisionTTL = 24 * 60 * 60 * 1000
 // that floor. So other writes keep applying for about reserveMs of batch time after a prepare;
 // past that (or when a MinZxid reaches the floor) every batch is blocked until the decision,
 // which recovery bounds (see doc.go, "Cross-shard transactions").
-const reserveMs = 1000
+const reserveMs = 250
 
 // preparedTxn is the transaction a shard holds prepared: the request and the session context of
 // its prepare op, which the commit re-evaluates, the reserved floor, and the lock set.
