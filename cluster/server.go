@@ -511,6 +511,7 @@ func (s *Server) startAdmin() {
 			fmt.Fprintf(w, "shard=%d leader=%d term=%d has_leader=%v\n", id, lid, term, ok)
 		}
 	})
+	mux.HandleFunc("/placement", s.servePlacement)
 	mux.HandleFunc("/debug/pprof/", pprof.Index)
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
