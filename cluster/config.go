@@ -50,6 +50,9 @@ type Config struct {
 	// Placement spreads top-level znodes over the data shards (corral.placement: hash, the
 	// default, or single: everything on the root shard).
 	Placement router.Placement
+	// Mounts are explicit mounts (corral.mount.<path>=<data shard id>): the subtree at path lives
+	// on that shard whatever the placement. Identical on every server and fixed at first start.
+	Mounts    []router.Mount
 	MaxBuffer int // jute.maxbuffer
 
 	// Corral's own keys.
@@ -232,6 +235,17 @@ func (c *Config) set(k, v string, minST, maxST *time.Duration) error {
 		c.ContainerCheck, err = ms()
 	case k == "corral.shards":
 		c.Shards, err = atoi()
+	case strings.HasPrefix(k, "corral.mount."):
+		path := strings.TrimPrefix(k, "corral.mount.")
+		if why := router.ValidMount(path); why != "" {
+			err = fmt.Errorf("mount point %q: %s", path, why)
+			break
+		}
+		var id uint64
+		id, err = strconv.ParseUint(v, 10, 64)
+		if err == nil {
+			c.Mounts = append(c.Mounts, router.Mount{Path: path, ShardID: id})
+		}
 	case k == "corral.placement":
 		p, ok := router.ParsePlacement(v)
 		if !ok {

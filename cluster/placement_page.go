@@ -31,6 +31,11 @@ func (s *Server) PlacementText() string {
 		}
 		fmt.Fprintln(&w, line)
 	}
+	for _, m := range r.Mounts() {
+		if m.Path != "/" {
+			fmt.Fprintf(&w, "mount=%s shard=%d\n", m.Path, m.ShardID)
+		}
+	}
 	root := r.Root().View()
 	if root == nil {
 		return w.String()

@@ -141,6 +141,16 @@ func (s *Server) startRaft() error {
 		ids[i], tags[i] = DataShardID(i), uint8(i+1)
 	}
 	s.router = router.New(ids, tags, cfg.Placement, s.hub.Trigger)
+	if len(cfg.Mounts) > 0 {
+		mounts := []router.Mount{{Path: "/", ShardID: ids[0]}}
+		for _, m := range cfg.Mounts {
+			if m.ShardID < ids[0] || m.ShardID > ids[len(ids)-1] {
+				return fmt.Errorf("cluster: corral.mount.%s=%d: not a data shard id (%d..%d)", m.Path, m.ShardID, ids[0], ids[len(ids)-1])
+			}
+			mounts = append(mounts, m)
+		}
+		s.router.SetMounts(mounts)
+	}
 	s.router.SetSync(s.Sync)
 	for id, d := range cfg.ApplyLag() {
 		if sh := s.router.Shard(id); sh != nil {

@@ -92,8 +92,47 @@ func (r *Router) CreateShard(path string, sequential bool) *Shard {
 	return r.Lookup(path)
 }
 
-// MountPoint reports whether a create or delete of path is a cross-shard operation: path is
-// a top-level znode that lives on another shard than its parent "/".
+// MountPoint reports whether a create or delete of path is a cross-shard operation: path lives
+// on another shard than its parent (a top-level znode placed off the root shard, or the root
+// of an explicit mount).
 func (r *Router) MountPoint(path string, sequential bool) bool {
-	return r.placement == PlaceHash && IsTopLevel(path) && r.CreateShard(path, sequential) != r.ordered[0]
+	parent, ok := parentOf(path)
+	if !ok {
+		return false
+	}
+	return r.CreateShard(path, sequential) != r.Lookup(parent)
+}
+
+// parentOf returns the parent path of an absolute path other than "/".
+func parentOf(path string) (string, bool) {
+	i := strings.LastIndexByte(path, '/')
+	if len(path) < 2 || path[0] != '/' || i < 0 {
+		return "", false
+	}
+	if i == 0 {
+		return "/", true
+	}
+	return path[:i], true
+}
+
+// ValidMount reports why path cannot be an explicit mount point ("" when it can): it must be an
+// absolute path below "/", outside "/zookeeper", without empty, "." or ".." components, and its
+// last component must not end in ten digits (a sequential create there is decided by the
+// parent's shard and would have to land on the mount's).
+func ValidMount(path string) string {
+	if len(path) < 2 || path[0] != '/' || path[len(path)-1] == '/' {
+		return "not an absolute znode path below /"
+	}
+	for _, c := range strings.Split(path[1:], "/") {
+		if c == "" || c == "." || c == ".." {
+			return "empty, . or .. component"
+		}
+	}
+	if path == "/zookeeper" || strings.HasPrefix(path, "/zookeeper/") {
+		return "/zookeeper stays on the root shard"
+	}
+	if hasSequentialSuffix(path[strings.LastIndexByte(path, '/')+1:]) {
+		return "the last component ends in ten digits"
+	}
+	return ""
 }

@@ -108,3 +108,41 @@ func TestTopLevelShardIsFNV1a(t *testing.T) {
 		t.Errorf("TopLevelShard allocates %.0f times", n)
 	}
 }
+
+func TestExplicitMounts(t *testing.T) {
+	ids := []uint64{2, 3, 4, 5}
+	r := New(ids, []uint8{1, 2, 3, 4}, PlaceHash, nil)
+	kafka := TopLevelShard("kafka", ids)
+	target := ids[0]
+	for _, id := range ids {
+		if id != kafka && id != ids[0] {
+			target = id
+			break
+		}
+	}
+	r.SetMounts([]Mount{{Path: "/", ShardID: ids[0]}, {Path: "/kafka/brokers", ShardID: target}})
+	for _, tc := range []struct {
+		path string
+		want uint64
+	}{{"/", ids[0]}, {"/kafka", kafka}, {"/kafka/x", kafka}, {"/kafka/brokers", target}, {"/kafka/brokers/1", target},
+		{"/kafka/brokersx", kafka}, {"/zookeeper", ids[0]}} {
+		if got := r.Lookup(tc.path).ID; got != tc.want {
+			t.Errorf("Lookup(%q) = %d, want %d", tc.path, got, tc.want)
+		}
+	}
+	if !r.MountPoint("/kafka/brokers", false) || r.MountPoint("/kafka/brokers/1", false) || r.MountPoint("/kafka/x", false) {
+		t.Error("MountPoint: only /kafka/brokers (and top-level names off the root shard) cross shards")
+	}
+	_, roles := r.PlanMulti(&wire.MultiRequest{Ops: []wire.MultiOp{{Op: wire.OpCreate, Create: &wire.CreateRequest{Path: "/kafka/brokers"}}}})
+	if roles[kafka][0] != shard.RoleParent || roles[target][0] != shard.RoleNode {
+		t.Errorf("create of the mount point: roles %v, want parent side on %d and node side on %d", roles, kafka, target)
+	}
+	for _, bad := range []string{"/", "/zookeeper/x", "/a/", "/a//b", "/a/./b", "/locks/lock-0000000001", "x"} {
+		if ValidMount(bad) == "" {
+			t.Errorf("ValidMount(%q) accepted", bad)
+		}
+	}
+	if why := ValidMount("/kafka/brokers"); why != "" {
+		t.Errorf("ValidMount(/kafka/brokers): %s", why)
+	}
+}

@@ -123,22 +123,29 @@ func (r *Router) SetMounts(m []Mount) {
 // Mounts returns the mount table.
 func (r *Router) Mounts() []Mount { return append([]Mount(nil), *r.mounts.Load()...) }
 
-// Lookup returns the shard serving path. Under PlaceHash: the root shard for "/", for
-// "/zookeeper" and for top-level names that end in ten digits (what a sequential create at the
-// top level produces, so such creates stay on one shard), else TopLevelShard of the path's
-// top-level name. Under PlaceSingle: the shard mounted at the longest mounted prefix.
+// Lookup returns the shard serving path: the shard of the longest explicit mount that is a
+// prefix of path (at a component boundary), else, under PlaceHash, the root shard for "/",
+// for "/zookeeper" and for top-level names that end in ten digits (what a sequential create at
+// the top level produces, so such creates stay on one shard), and TopLevelShard of the path's
+// top-level name for everything else; under PlaceSingle, the root shard.
 func (r *Router) Lookup(path string) *Shard {
+	for _, m := range *r.mounts.Load() {
+		if m.Path == "/" {
+			if r.placement == PlaceHash {
+				break
+			}
+			return r.shards[m.ShardID]
+		}
+		if path == m.Path || len(path) > len(m.Path) && strings.HasPrefix(path, m.Path) && path[len(m.Path)] == '/' {
+			return r.shards[m.ShardID]
+		}
+	}
 	if r.placement == PlaceHash {
 		name := topLevelName(path)
 		if name == "" || hasSequentialSuffix(name) {
 			return r.ordered[0]
 		}
 		return r.shards[TopLevelShard(name, r.ids)]
-	}
-	for _, m := range *r.mounts.Load() {
-		if m.Path == "/" || path == m.Path || strings.HasPrefix(path, m.Path) && len(path) > len(m.Path) && path[len(m.Path)] == '/' {
-			return r.shards[m.ShardID]
-		}
 	}
 	return nil
 }

@@ -89,7 +89,8 @@ func (r *Router) PlanMulti(m *wire.MultiRequest) (*Shard, map[uint64][]shard.Txn
 		path, create, seq, del := opTarget(&m.Ops[i])
 		if (create || del) && r.MountPoint(path, seq) {
 			split = true
-			set(r.Root().ID, i, shard.RoleParent)
+			parent, _ := parentOf(path)
+			set(r.Lookup(parent).ID, i, shard.RoleParent)
 			set(r.Lookup(path).ID, i, shard.RoleNode)
 			continue
 		}
