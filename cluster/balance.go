@@ -85,17 +85,21 @@ func (s *Server) balanceOnce() {
 		b.imbalanced = 0
 		return
 	}
+	// A peer that leads nothing may simply be down (it leads nothing because it is dead): a
+	// transfer to it stalls the shard's writes until the transfer times out. Probe it, and count
+	// only rounds in which it was reachable, so a server that comes back is left to catch up for
+	// balanceRounds rounds before it is handed a leadership (counting from the moment it died
+	// handed it one two seconds after its restart, during its catch-up).
+	if !s.peerReachable(target) {
+		b.avoid[target] = time.Now().Add(30 * time.Second)
+		b.imbalanced = 0
+		s.log.Debug("not transferring leadership to an unreachable server", "to", target)
+		return
+	}
 	if b.imbalanced++; b.imbalanced < balanceRounds {
 		return
 	}
 	b.imbalanced = 0
-	// A peer that leads nothing may simply be down (it leads nothing because it is dead): a
-	// transfer to it stalls the shard's writes until the transfer times out. Probe it first.
-	if !s.peerReachable(target) {
-		b.avoid[target] = time.Now().Add(30 * time.Second)
-		s.log.Debug("not transferring leadership to an unreachable server", "to", target)
-		return
-	}
 	// Give away the highest-numbered shard: the meta shard moves last.
 	shardID := mine[len(mine)-1]
 	if err := s.nh.RequestLeaderTransfer(shardID, target); err != nil {
