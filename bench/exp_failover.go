@@ -29,10 +29,15 @@ type FailoverRun struct {
 	Events     []FailoverEvent `json:"events"`
 	BaselineOp float64         `json:"baseline_ops_per_s"`
 	Outages    []OutageReport  `json:"outages"`
-	Errors     int64           `json:"errors"`
-	Reconnects int64           `json:"reconnects"`
-	CPU        CPUUse          `json:"cpu"`
-	Err        string          `json:"error,omitempty"`
+	// LongestZeroSec is the longest stretch of consecutive buckets without a completed op
+	// anywhere in the timeline after the warm-up (the outage reports look only after each
+	// kill), starting at LongestZeroAtSec.
+	LongestZeroSec   float64 `json:"longest_zero_s"`
+	LongestZeroAtSec float64 `json:"longest_zero_at_s"`
+	Errors           int64   `json:"errors"`
+	Reconnects       int64   `json:"reconnects"`
+	CPU              CPUUse  `json:"cpu"`
+	Err              string  `json:"error,omitempty"`
 }
 
 // OutageReport summarises the dip after a kill.
@@ -202,6 +207,9 @@ func analyzeFailover(run *FailoverRun, tl *Timeline, warmup, window time.Duratio
 		}
 	}
 	run.BaselineOp = tl.Mean(warmup, firstKill)
+	first := int(warmup / tl.Width)
+	n, at := longestZeroRun(run.Rates, first)
+	run.LongestZeroSec, run.LongestZeroAtSec = float64(n)*run.BucketSec, float64(at)*run.BucketSec
 	var electedAt = map[int]float64{}
 	for _, ev := range run.Events {
 		if ev.Code == "4" {
@@ -287,9 +295,33 @@ func (e *env) reportFailover(runs []FailoverRun) error {
 	b.WriteString(mdTable(header, rows))
 	b.WriteString("\nPaper (5 servers, 30 % writes, 2010): leader election < 200 ms; one sampled point near zero at each leader failure, back above ≈45k ops/s within 2–3 samples; a follower failure costs about its share of reads.\n")
 	for _, r := range runs {
-		fmt.Fprintf(&b, "\n%s: %d failed requests (connection loss), %d reconnects, generator %.2f cores.\n",
-			r.Target, r.Errors, r.Reconnects, r.CPU.GenCores)
+		fmt.Fprintf(&b, "\n%s: %d failed requests (connection loss), %d reconnects, generator %.2f cores; longest stretch without a completed operation anywhere in the timeline: %.1f s",
+			r.Target, r.Errors, r.Reconnects, r.CPU.GenCores, r.LongestZeroSec)
+		if r.LongestZeroSec > 0 {
+			fmt.Fprintf(&b, " (from %.2f s)", r.LongestZeroAtSec)
+		}
+		b.WriteString(".\n")
 	}
 	e.section(b.String())
 	return nil
+}
+
+// longestZeroRun returns the length and start index of the longest run of zero rates at or after
+// index from.
+func longestZeroRun(rates []float64, from int) (n, at int) {
+	cur, start := 0, 0
+	for i := max(from, 0); i < len(rates); i++ {
+		if rates[i] != 0 {
+			cur = 0
+			continue
+		}
+		if cur == 0 {
+			start = i
+		}
+		cur++
+		if cur > n {
+			n, at = cur, start
+		}
+	}
+	return n, at
 }

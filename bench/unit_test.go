@@ -164,3 +164,20 @@ func TestSeriesByTargetGroupsInFirstSeenOrder(t *testing.T) {
 		t.Fatalf("points %+v", got)
 	}
 }
+
+func TestLongestZeroRun(t *testing.T) {
+	for _, tc := range []struct {
+		rates     []float64
+		from      int
+		wantN, at int
+	}{
+		{[]float64{5, 0, 0, 3, 0, 0, 0, 4}, 0, 3, 4},
+		{[]float64{0, 0, 0, 1, 0, 2}, 3, 1, 4}, // zeros before from do not count
+		{[]float64{1, 2, 3}, 0, 0, 0},
+		{[]float64{1, 0, 0}, 0, 2, 1}, // a run at the end
+	} {
+		if n, at := longestZeroRun(tc.rates, tc.from); n != tc.wantN || (n > 0 && at != tc.at) {
+			t.Errorf("longestZeroRun(%v, %d) = %d at %d, want %d at %d", tc.rates, tc.from, n, at, tc.wantN, tc.at)
+		}
+	}
+}
