@@ -5,27 +5,15 @@ import (
 	"time"
 )
 
-// balanceInterval is how often a server checks whether it leads more shards than its share.
+// balanceInterval is how often a server checks whether it leads more shards than its share
+// (balanceOnce, run by Server.every).
 const balanceInterval = 3 * time.Second
 
-// runLeaderBalance spreads shard leadership over the servers: a server that leads at least two
+// balanceOnce is one round of leader balancing, which spreads shard leadership over the servers: a server that leads at least two
 // shards more than the server leading the fewest hands one of its shards' leadership to that
 // server. Leaders are where writes are sequenced, so spreading them spreads the write load. Each
 // server only gives away its own leaderships, so two servers never fight over one shard; a
 // transfer to a server that is down has no effect and is retried at a later round.
-func (s *Server) runLeaderBalance() {
-	defer s.wg.Done()
-	t := time.NewTicker(balanceInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-s.ctx.Done():
-			return
-		case <-t.C:
-		}
-		s.balanceOnce()
-	}
-}
 
 // balanceState remembers the last transfer, so a target that did not take the leadership (it is
 // down or partitioned) is left alone for a while instead of being asked every round.

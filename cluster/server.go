@@ -71,7 +71,7 @@ type Server struct {
 	ln       net.Listener
 
 	srvPtr  atomic.Pointer[server.Server]
-	balance balanceState // owned by runLeaderBalance
+	balance balanceState // owned by balanceOnce (one goroutine, see every)
 	leaders leaderEpochs
 	ready   atomic.Bool
 	ctx     context.Context
@@ -103,9 +103,9 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (*Server, error) {
 	s.registerGauges()
 	s.startAdmin()
 	s.wg.Add(3)
-	go s.runTxnRecovery()
-	go s.runContainerExpiry()
-	go s.runLeaderBalance()
+	go s.every(txnRecoveryEvery, s.recoverTxnsOnce)
+	go s.every(s.cfg.ContainerCheck, s.expireContainersOnce)
+	go s.every(balanceInterval, s.balanceOnce)
 	s.ready.Store(true)
 	s.log.Info("serving clients", "client", s.ln.Addr().String(), "shards", cfg.Shards, "peers", len(cfg.AllPeers()))
 	return s, nil

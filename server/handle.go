@@ -533,16 +533,7 @@ func (c *conn) handleWrite(h wire.RequestHeader, frame []byte) bool {
 	xid := h.Xid
 	sh.Proposer.Submit(&router.Request{Op: op, Done: func(res shard.OpResult, err error) {
 		if err != nil {
-			if errors.Is(err, router.ErrStopped) {
-				c.complete(sl, nil)
-				go c.close("server shutting down")
-				return
-			}
-			// The outcome is unknown: like ZooKeeper losing its leader with requests in flight,
-			// drop the connection; the client sees CONNECTIONLOSS and re-checks.
-			c.s.o.Log.Warn("write outcome unknown, closing connection", "session", sessionHex(c.sessionID), "err", err)
-			c.complete(sl, nil)
-			go c.close("write outcome unknown")
+			c.writeFailed(sl, err)
 			return
 		}
 		var b []byte

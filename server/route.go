@@ -98,14 +98,7 @@ func (c *conn) handleTxn(h wire.RequestHeader, m wire.MultiRequest, roles map[ui
 		defer cancel()
 		res, err := c.s.o.Router.RunTxn(ctx, req, roles)
 		if err != nil {
-			if errors.Is(err, router.ErrStopped) {
-				c.complete(sl, nil)
-				go c.close("server shutting down")
-				return
-			}
-			c.s.o.Log.Warn("cross-shard write outcome unknown, closing connection", "session", sessionHex(c.sessionID), "err", err)
-			c.complete(sl, nil)
-			go c.close("write outcome unknown")
+			c.writeFailed(sl, err)
 			return
 		}
 		if !single {
@@ -135,4 +128,17 @@ func (c *conn) handleTxn(h wire.RequestHeader, m wire.MultiRequest, roles map[ui
 		c.countReply(wire.ErrOK)
 	}()
 	return true
+}
+
+// writeFailed ends a write whose proposal (or transaction) returned an error: the server is
+// shutting down, or the outcome is unknown. Like ZooKeeper losing its leader with requests in
+// flight, the connection is dropped; the client sees CONNECTIONLOSS and re-checks.
+func (c *conn) writeFailed(sl *slot, err error) {
+	c.complete(sl, nil)
+	if errors.Is(err, router.ErrStopped) {
+		go c.close("server shutting down")
+		return
+	}
+	c.s.o.Log.Warn("write outcome unknown, closing connection", "session", sessionHex(c.sessionID), "err", err)
+	go c.close("write outcome unknown")
 }
