@@ -39,6 +39,10 @@ func (s *State) Apply(b *Batch) (BatchResult, []Event) {
 				results[i] = s.applyControlOp(b, op, &events)
 				continue
 			}
+			if z, moved := s.movedFence(op, b.Time); moved {
+				results[i] = OpResult{Err: ErrMoved, Zxid: z}
+				continue
+			}
 			zxid := nextZxid(s.lastZxid, s.cfg.Tag, b.Time, op.MinZxid)
 			s.lastZxid = zxid
 			results[i] = s.applyOp(op, zxid, opTime(b.Time, zxid), &events)

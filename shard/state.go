@@ -34,6 +34,7 @@ type State struct {
 	tombstones tombstones
 	prepared   *preparedTxn // nil, or the one transaction held prepared
 	decisions  decisions
+	routes     *routes // subtrees moved in or out (nil: none)
 
 	// scratch reused by Apply
 	tx  txn
@@ -67,7 +68,7 @@ func (s *State) Config() StateConfig { return s.cfg }
 // View returns an immutable snapshot of the current state for lock-free reads. It costs three
 // O(1) btree clones; the live tree then copies shared btree nodes on its next writes.
 func (s *State) View(shardID uint64) *View {
-	v := &View{shardID: shardID, zxid: s.lastZxid, tree: s.tree.clone()}
+	v := &View{shardID: shardID, zxid: s.lastZxid, tree: s.tree.clone(), routes: s.routes}
 	if s.prepared != nil {
 		v.prepared = s.prepared.info()
 	}
@@ -83,6 +84,7 @@ type dirtySet struct {
 	tombstones map[int64]struct{}  // tombstones added or expired
 	prepared   bool                // the prepared transaction was set or cleared
 	decisions  map[uint64]struct{} // transaction decisions recorded or expired
+	routes     bool                // the routes changed
 }
 
 type resultKey struct {
@@ -98,9 +100,10 @@ func (d *dirtySet) reset() {
 	d.tombstones = make(map[int64]struct{})
 	d.prepared = false
 	d.decisions = make(map[uint64]struct{})
+	d.routes = false
 }
 
 func (d *dirtySet) empty() bool {
 	return len(d.nodes) == 0 && len(d.proposers) == 0 && len(d.results) == 0 && len(d.dropped) == 0 &&
-		len(d.tombstones) == 0 && !d.prepared && len(d.decisions) == 0
+		len(d.tombstones) == 0 && !d.prepared && len(d.decisions) == 0 && !d.routes
 }

@@ -153,5 +153,6 @@ func (s *State) AppendCanonical(dst []byte) []byte {
 		dst = binary.AppendVarint(dst, id)
 		dst = binary.AppendVarint(dst, s.tombstones.bySession[id])
 	}
+	dst = appendRoutes(dst, s.routes)
 	return s.appendTxnCanonical(dst)
 }

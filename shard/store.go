@@ -20,6 +20,7 @@ import (
 //	"t" + session (8 BE)          tombstone: varint close time
 //	"mx"                          the prepared transaction (appendPrepared); absent when none
 //	"d" + txn id (8 BE)           decision of a transaction (appendDecision)
+//	"mg"                          the routes of moved subtrees (appendRoutes); absent when none
 //
 // Every Update writes the nodes it changed, the proposer table changes, the tombstones, the
 // transaction state, "ma" and "mz" in one pebble batch, so the applied index is always persisted atomically with the
@@ -29,6 +30,7 @@ var (
 	keyApplied = []byte("ma")
 	keyZxid    = []byte("mz")
 	keyTxn     = []byte("mx")
+	keyRoutes  = []byte("mg")
 )
 
 const (
@@ -180,6 +182,9 @@ func writeChanges(b *pebble.Batch, s *State, applied uint64) {
 			_ = b.Delete(keyTxn, nil)
 		}
 	}
+	if s.dirty.routes {
+		_ = b.Set(keyRoutes, appendRoutes(nil, s.routes), nil)
+	}
 	for id := range s.dirty.decisions {
 		if d, ok := s.decisions.byID[id]; ok {
 			_ = b.Set(decisionKeyBytes(id), appendDecision(nil, d), nil)
@@ -229,6 +234,13 @@ func loadState(db *pebble.DB, cfg StateConfig) (s *State, applied uint64, found 
 		return nil, 0, false, err
 	} else if ok {
 		if s.prepared, err = decodePrepared(tv); err != nil {
+			return nil, 0, false, err
+		}
+	}
+	if rv, ok, err := getValue(db, keyRoutes); err != nil {
+		return nil, 0, false, err
+	} else if ok {
+		if s.routes, err = decodeRoutes(rv); err != nil {
 			return nil, 0, false, err
 		}
 	}

@@ -14,6 +14,7 @@ type View struct {
 	zxid     int64
 	tree     tree
 	prepared *PreparedInfo // nil: no transaction prepared
+	routes   *routes       // shared with the state that published it
 }
 
 // PreparedInfo describes the cross-shard transaction a shard holds prepared.

@@ -51,6 +51,9 @@ type TxnPrepare struct {
 	Internal bool              // server-generated (container/TTL expiry): skip every ACL check
 	Multi    wire.MultiRequest // the whole client multi, all ops, index-aligned with Roles
 	Roles    []TxnRole         // len == len(Multi.Ops)
+	// Move, when set, makes the transaction a subtree move (see move.go); Multi then has no
+	// ops.
+	Move *MoveSpec
 }
 
 // TxnCommit commits a prepared transaction under zxid Zxid; Time is the txn's ctime/mtime
@@ -108,8 +111,9 @@ type TxnReply struct {
 
 // Encodings of the transaction records (all integers varint-encoded, as the batch codec):
 //
-//	TxnPrepare: u8 version (1) | uvarint ID | uvarint Anchor | varint Deadline | u8 Internal
-//	            | bytes Multi (wire-encoded MultiRequest) | uvarint len(Roles) | u8 role...
+//	TxnPrepare: u8 version (1, or 2 with a move) | uvarint ID | uvarint Anchor | varint Deadline
+//	            | u8 Internal | bytes Multi (wire-encoded MultiRequest) | uvarint len(Roles)
+//	            | u8 role... | (version 2) MoveSpec
 //	TxnCommit:  u8 version | uvarint ID | varint Zxid | varint Time
 //	TxnAbort, TxnResolve: u8 version | uvarint ID
 //	TxnReply:   u8 version | u8 Outcome | varint Floor | varint FailIndex | varint FailErr
@@ -118,11 +122,18 @@ type TxnReply struct {
 //	            | uvarint len(Children)+1 (0: nil) | str child...
 //
 // Decoders never panic, reject trailing bytes and wrap ErrMalformedTxn.
-const txnCodecVersion = 1
+const (
+	txnCodecVersion  = 1
+	txnPrepareMoveV2 = 2 // a TxnPrepare carrying a MoveSpec
+)
 
 // AppendTo appends the encoding of p to dst.
 func (p *TxnPrepare) AppendTo(dst []byte) []byte {
-	dst = append(dst, txnCodecVersion)
+	if p.Move != nil {
+		dst = append(dst, txnPrepareMoveV2)
+	} else {
+		dst = append(dst, txnCodecVersion)
+	}
 	dst = binary.AppendUvarint(dst, p.ID)
 	dst = binary.AppendUvarint(dst, p.Anchor)
 	dst = binary.AppendVarint(dst, p.Deadline)
@@ -134,6 +145,9 @@ func (p *TxnPrepare) AppendTo(dst []byte) []byte {
 	for _, r := range p.Roles {
 		dst = append(dst, byte(r))
 	}
+	if p.Move != nil {
+		dst = p.Move.appendTo(dst)
+	}
 	return dst
 }
 
@@ -142,7 +156,8 @@ func (p *TxnPrepare) AppendTo(dst []byte) []byte {
 func DecodeTxnPrepare(b []byte) (TxnPrepare, error) {
 	r := reader{buf: b}
 	var p TxnPrepare
-	if v := r.byte(); v != txnCodecVersion && r.err == nil {
+	v := r.byte()
+	if v != txnCodecVersion && v != txnPrepareMoveV2 && r.err == nil {
 		return TxnPrepare{}, fmt.Errorf("%w: prepare version %d", ErrMalformedTxn, v)
 	}
 	p.ID = r.uvarint()
@@ -159,6 +174,9 @@ func DecodeTxnPrepare(b []byte) (TxnPrepare, error) {
 				r.fail("role")
 			}
 		}
+	}
+	if v == txnPrepareMoveV2 {
+		p.Move = decodeMoveSpec(&r)
 	}
 	if err := r.finish(); err != nil {
 		return TxnPrepare{}, fmt.Errorf("%w: prepare: %v", ErrMalformedTxn, err)

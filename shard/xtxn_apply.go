@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/google/btree"
 
@@ -39,6 +40,25 @@ type preparedTxn struct {
 	// locks is the set of tree keys the transaction's ops of this shard touch (lockSet); derived
 	// from prep, so it is not persisted but recomputed on load.
 	locks map[string]struct{}
+	// subtree is the key of a move's subtree root: every key in the subtree is locked too.
+	subtree    string
+	hasSubtree bool
+}
+
+// locked reports whether the tree key k is locked by the transaction.
+func (p *preparedTxn) locked(k string) bool {
+	if _, ok := p.locks[k]; ok {
+		return true
+	}
+	return p.hasSubtree && (k == p.subtree || strings.HasPrefix(k, p.subtree+"\x01"))
+}
+
+// setLocks derives the lock set (and a move's subtree lock) from prep.
+func (p *preparedTxn) setLocks() {
+	p.locks = p.lockSet()
+	if m := p.prep.Move; m != nil {
+		p.subtree, p.hasSubtree = keyOf(m.Path)
+	}
 }
 
 // reservedFloor returns the floor a prepare reports: the counter the shard would assign next
@@ -113,10 +133,10 @@ func multiOpKeys(op *wire.MultiOp, f func(string)) {
 // exactly as applyOp does: a body that does not decode fails with MARSHALLINGERROR and touches
 // nothing. closeSession deletes an unknown set of nodes and always conflicts. Opcodes that are
 // not writes (UNIMPLEMENTED) and transaction ops touch nothing.
-func conflicts(op *Op, locks map[string]struct{}) bool {
+func conflicts(op *Op, p *preparedTxn) bool {
 	hit := false
 	f := func(k string) {
-		if _, ok := locks[k]; ok {
+		if p.locked(k) {
 			hit = true
 		}
 	}
@@ -180,7 +200,7 @@ func (s *State) blockedByPrepared(b *Batch) bool {
 			continue
 		}
 		last = nextZxid(last, s.cfg.Tag, b.Time, op.MinZxid)
-		if ZxidCounter(last) >= p.floor || conflicts(op, p.locks) {
+		if ZxidCounter(last) >= p.floor || conflicts(op, p) {
 			return true
 		}
 	}
@@ -334,6 +354,17 @@ func (s *State) txnPrepare(p *preparedTxn) TxnReply {
 	default:
 		floor = reservedFloor(s.lastZxid, s.cfg.Tag, p.time, p.minZxid)
 	}
+	if m := p.prep.Move; m != nil {
+		if err, ok := s.prepareMove(m); !ok {
+			return TxnReply{Outcome: TxnFailed, FailIndex: -1, FailErr: err}
+		}
+		if !repeat {
+			p.floor = floor
+			p.setLocks()
+			s.setPrepared(p)
+		}
+		return TxnReply{Outcome: TxnPrepared, Floor: floor}
+	}
 	zxid := floor<<tagBits | int64(s.cfg.Tag)
 	results, failIndex, err := s.evalTxn(p, zxid, p.time)
 	s.tx.begin(0, 0) // discard the overlay
@@ -342,7 +373,7 @@ func (s *State) txnPrepare(p *preparedTxn) TxnReply {
 	}
 	if !repeat {
 		p.floor = floor
-		p.locks = p.lockSet()
+		p.setLocks()
 		s.setPrepared(p)
 	}
 	return TxnReply{Outcome: TxnPrepared, Floor: floor, Results: results}
@@ -372,6 +403,10 @@ func (s *State) evalTxn(p *preparedTxn, zxid, time int64) ([]wire.MultiResult, i
 		if role == RoleNone {
 			continue
 		}
+		if role != RoleParent && s.movedAway(multiOpPath(op)) {
+			// The op's subtree moved away: the coordinator plans the transaction again.
+			return nil, int32(i), ErrMoved
+		}
 		if err := t.multiOp(op, role, &results[i], p.session, p.auth); err != wire.ErrOK {
 			return nil, int32(i), err
 		}
@@ -394,6 +429,12 @@ func (s *State) txnCommit(c *TxnCommit, now int64, events *[]Event) TxnReply {
 		// A coordinator bug: the zxid would not be above everything this shard applied.
 		// Refuse without changing anything; the transaction stays prepared.
 		return TxnReply{Outcome: TxnAborted}
+	}
+	if m := p.prep.Move; m != nil {
+		s.setPrepared(nil)
+		*events = s.commitMove(m, c.Zxid, c.Time, *events)
+		s.decide(c.ID, true, c.Zxid, now)
+		return TxnReply{Outcome: TxnCommitted, Zxid: c.Zxid}
 	}
 	results, _, err := s.evalTxn(p, c.Zxid, c.Time)
 	s.setPrepared(nil)
@@ -477,7 +518,7 @@ func decodePrepared(val []byte) (*preparedTxn, error) {
 	if p.prep, err = DecodeTxnPrepare(p.body); err != nil {
 		return nil, fmt.Errorf("%w: prepared txn: %v", ErrCorruptStore, err)
 	}
-	p.locks = p.lockSet()
+	p.setLocks()
 	return p, nil
 }
 
