@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"net"
+	"sort"
 	"time"
 )
 
@@ -41,16 +42,28 @@ func (s *Server) balanceOnce() {
 		}
 		b.target = 0
 	}
-	peers := s.cfg.AllPeers()
-	if len(peers) < 2 {
+	// The candidates are the shards' voters as this server's replicas know them, not zoo.cfg:
+	// a server added online is not in zoo.cfg, and an observer (a non-voting replica) can never
+	// lead (dragonboat ignores a transfer to it, and the balancer would keep asking).
+	voters := s.shardVoters()
+	addrs := map[uint64]string{}
+	for _, m := range voters {
+		for id, a := range m {
+			addrs[id] = a
+		}
+	}
+	if len(addrs) < 2 {
 		return
 	}
+	ids := make([]uint64, 0, len(addrs))
 	count := map[uint64]int{}
-	for _, p := range peers {
-		count[p.ID] = 0
+	for id := range addrs {
+		ids = append(ids, id)
+		count[id] = 0
 	}
+	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
 	var mine []uint64
-	for _, id := range append([]uint64{MetaShardID}, shardIDs(s.router)...) {
+	for _, id := range s.allShards() {
 		lid, _, ok, err := s.nh.GetLeaderID(id)
 		if err != nil || !ok {
 			return // an election is under way; look again later
@@ -61,12 +74,12 @@ func (s *Server) balanceOnce() {
 		}
 	}
 	target, fewest := uint64(0), int(^uint(0)>>1)
-	for _, p := range peers {
-		if until, ok := b.avoid[p.ID]; ok && time.Now().Before(until) {
+	for _, id := range ids {
+		if until, ok := b.avoid[id]; ok && time.Now().Before(until) {
 			continue
 		}
-		if count[p.ID] < fewest {
-			target, fewest = p.ID, count[p.ID]
+		if count[id] < fewest {
+			target, fewest = id, count[id]
 		}
 	}
 	if target == 0 || len(mine) == 0 || count[s.cfg.MyID]-fewest < 2 {
@@ -78,7 +91,7 @@ func (s *Server) balanceOnce() {
 	// only rounds in which it was reachable, so a server that comes back is left to catch up for
 	// balanceRounds rounds before it is handed a leadership (counting from the moment it died
 	// handed it one two seconds after its restart, during its catch-up).
-	if !s.peerReachable(target) {
+	if !peerReachable(addrs[target]) {
 		b.avoid[target] = time.Now().Add(30 * time.Second)
 		b.imbalanced = 0
 		s.log.Debug("not transferring leadership to an unreachable server", "to", target)
@@ -88,8 +101,16 @@ func (s *Server) balanceOnce() {
 		return
 	}
 	b.imbalanced = 0
-	// Give away the highest-numbered shard: the meta shard moves last.
-	shardID := mine[len(mine)-1]
+	// Give away the highest-numbered shard the target is a voter of: the meta shard moves last.
+	shardID := uint64(0)
+	for i := len(mine) - 1; i >= 0 && shardID == 0; i-- {
+		if _, ok := voters[mine[i]][target]; ok {
+			shardID = mine[i]
+		}
+	}
+	if shardID == 0 {
+		return
+	}
 	if err := s.nh.RequestLeaderTransfer(shardID, target); err != nil {
 		s.log.Debug("leader transfer not started", "shard", shardID, "to", target, "err", err)
 		return
@@ -99,18 +120,12 @@ func (s *Server) balanceOnce() {
 		"leading", count[s.cfg.MyID], "target_leading", fewest)
 }
 
-// peerReachable reports whether the server id accepts connections on its Raft address.
-func (s *Server) peerReachable(id uint64) bool {
-	for _, p := range s.cfg.AllPeers() {
-		if p.ID != id {
-			continue
-		}
-		c, err := net.DialTimeout("tcp", p.RaftAddress(), 300*time.Millisecond)
-		if err != nil {
-			return false
-		}
-		c.Close()
-		return true
+// peerReachable reports whether a server accepts connections on its Raft address.
+func peerReachable(raftAddr string) bool {
+	c, err := net.DialTimeout("tcp", raftAddr, 300*time.Millisecond)
+	if err != nil {
+		return false
 	}
-	return false
+	c.Close()
+	return true
 }

@@ -22,6 +22,9 @@ type Peer struct {
 	PeerPort     int // carries Raft
 	ElectionPort int // accepted for compatibility; unused
 	ClientAddr   string
+	// Observer marks a ZooKeeper observer (server.N=host:peer:election:observer): it runs a
+	// non-voting replica of every shard (membership.go).
+	Observer bool
 }
 
 // RaftAddress is the host:port that carries this peer's Raft traffic.
@@ -45,8 +48,15 @@ type Config struct {
 	AdminAddress    string
 	MyID            uint64
 	Peers           []Peer
-	SuperDigest     string // zookeeper.DigestAuthenticationProvider.superDigest / corral.superDigest
-	ExtendedTypes   bool   // zookeeper.extendedTypesEnabled: TTL nodes
+	// PeerType is ZooKeeper's peerType key: "observer" makes this server an observer even if
+	// its own server.N line does not say so.
+	PeerType string
+	// Join (corral.join=true) starts every replica of a server that was never started before
+	// as a joining replica with no initial members: the server is being added to a running
+	// ensemble (POST /members/add on a member). Observers always join.
+	Join          bool
+	SuperDigest   string // zookeeper.DigestAuthenticationProvider.superDigest / corral.superDigest
+	ExtendedTypes bool   // zookeeper.extendedTypesEnabled: TTL nodes
 	// Placement spreads top-level znodes over the data shards (corral.placement: hash, the
 	// default, or single: everything on the root shard).
 	Placement router.Placement
@@ -235,6 +245,13 @@ func (c *Config) set(k, v string, minST, maxST *time.Duration) error {
 		c.ContainerCheck, err = ms()
 	case k == "corral.shards":
 		c.Shards, err = atoi()
+	case k == "peerType":
+		if v != "observer" && v != "participant" {
+			err = fmt.Errorf("%q: want observer or participant", v)
+		}
+		c.PeerType = v
+	case k == "corral.join":
+		c.Join, err = strconv.ParseBool(v)
 	case strings.HasPrefix(k, "corral.mount."):
 		path := strings.TrimPrefix(k, "corral.mount.")
 		if why := router.ValidMount(path); why != "" {
@@ -306,7 +323,19 @@ func parsePeer(idStr, v string) (Peer, error) {
 	if len(parts) < 3 {
 		return Peer{}, fmt.Errorf("%q is not host:peerPort:electionPort", v)
 	}
+	if len(parts) > 4 {
+		return Peer{}, fmt.Errorf("%q is not host:peerPort:electionPort[:role]", v)
+	}
 	p := Peer{ID: id, Host: parts[0]}
+	if len(parts) == 4 {
+		switch parts[3] {
+		case "observer":
+			p.Observer = true
+		case "participant":
+		default:
+			return Peer{}, fmt.Errorf("role %q: want observer or participant", parts[3])
+		}
+	}
 	if p.PeerPort, err = strconv.Atoi(parts[1]); err != nil {
 		return Peer{}, fmt.Errorf("peer port %q", parts[1])
 	}
@@ -346,8 +375,29 @@ func (c *Config) Validate() error {
 		if !found {
 			return fmt.Errorf("cluster: myid %d is not among the server.N lines", c.MyID)
 		}
+		if len(c.Participants()) == 0 {
+			return fmt.Errorf("cluster: every server.N line is an observer; at least one must be a participant")
+		}
+	} else if c.PeerType == "observer" {
+		return fmt.Errorf("cluster: peerType=observer needs server.N lines naming the participants")
 	}
 	return nil
+}
+
+// Observer reports whether this server is an observer (peerType=observer, or its own
+// server.N line ends in :observer).
+func (c *Config) Observer() bool { return c.PeerType == "observer" || c.Self().Observer }
+
+// Participants returns the server.N lines that are not observers: the voting members a new
+// ensemble starts with (just Self when standalone).
+func (c *Config) Participants() []Peer {
+	var out []Peer
+	for _, p := range c.AllPeers() {
+		if !p.Observer {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // Self returns this server's peer entry (a synthetic one when standalone).
@@ -360,7 +410,9 @@ func (c *Config) Self() Peer {
 	return Peer{ID: c.MyID, Host: "127.0.0.1", PeerPort: c.ClientPort + 10000}
 }
 
-// AllPeers returns the ensemble's members (just Self when standalone).
+// AllPeers returns the server.N lines, observers included (just Self when standalone). They
+// are the servers this one knew of at its first start; servers added or removed online are not
+// among them (the shards' Raft membership is the truth, see membership.go).
 func (c *Config) AllPeers() []Peer {
 	if len(c.Peers) == 0 {
 		return []Peer{c.Self()}

@@ -72,6 +72,7 @@ type Server struct {
 
 	srvPtr  atomic.Pointer[server.Server]
 	balance balanceState // owned by balanceOnce (one goroutine, see every)
+	members memberState  // membership.go
 	leaders leaderEpochs
 	ready   atomic.Bool
 	ctx     context.Context
@@ -102,7 +103,8 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (*Server, error) {
 	}
 	s.registerGauges()
 	s.startAdmin()
-	s.wg.Add(3)
+	s.wg.Add(4)
+	go s.every(membershipInterval, s.membershipOnce)
 	go s.every(txnRecoveryEvery, s.recoverTxnsOnce)
 	go s.every(s.cfg.ContainerCheck, s.expireContainersOnce)
 	go s.every(balanceInterval, s.balanceOnce)
@@ -164,20 +166,10 @@ func (s *Server) startRaft() error {
 	s.nh = nh
 
 	pm := router.NewMetrics(s.reg)
-	members := map[uint64]dragonboat.Target{}
-	for _, p := range cfg.AllPeers() {
-		members[p.ID] = p.RaftAddress()
-	}
 	raftCfg := func(shardID uint64) config.Config {
 		return config.Config{ShardID: shardID, ReplicaID: cfg.MyID, ElectionRTT: 20, HeartbeatRTT: 2,
 			CheckQuorum: true, PreVote: true, SnapshotEntries: cfg.SnapshotEntries, CompactionOverhead: cfg.SnapshotEntries / 4,
-			MaxInMemLogSize: 256 << 20}
-	}
-	initial := func(shardID uint64) map[uint64]dragonboat.Target {
-		if nh.HasNodeInfo(shardID, cfg.MyID) {
-			return nil // restart: membership comes from the log
-		}
-		return members
+			MaxInMemLogSize: 256 << 20, IsNonVoting: cfg.Observer()}
 	}
 
 	s.table = session.NewTable(func(c session.Change) {
@@ -185,7 +177,8 @@ func (s *Server) startRaft() error {
 			srv.SessionChanged(c.ID, c.Closing, c.Owner)
 		}
 	})
-	if err := nh.StartReplica(initial(MetaShardID), false, func(uint64, uint64) sm.IStateMachine { return s.table },
+	initial, join := bootstrap(nh, &cfg, MetaShardID)
+	if err := nh.StartReplica(initial, join, func(uint64, uint64) sm.IStateMachine { return s.table },
 		raftCfg(MetaShardID)); err != nil {
 		return fmt.Errorf("cluster: starting meta shard: %w", err)
 	}
@@ -202,7 +195,8 @@ func (s *Server) startRaft() error {
 		sh := s.router.Shard(id)
 		sh.Proposer = router.NewProposer(id, s.proposeFunc(id), router.ProposerOptions{Log: s.log, Metrics: pm})
 		sh.Control = router.NewProposer(id, s.proposeFunc(id), router.ProposerOptions{Log: s.log, Metrics: pm, Control: true})
-		if err := nh.StartOnDiskReplica(initial(id), false, create, raftCfg(id)); err != nil {
+		initial, join := bootstrap(nh, &cfg, id)
+		if err := nh.StartOnDiskReplica(initial, join, create, raftCfg(id)); err != nil {
 			return fmt.Errorf("cluster: starting data shard %d: %w", id, err)
 		}
 	}
@@ -453,6 +447,8 @@ func (s *Server) info() server.Info {
 	mode := "follower"
 	if len(s.cfg.AllPeers()) == 1 {
 		mode = "standalone"
+	} else if s.cfg.Observer() {
+		mode = "observer"
 	} else if (metaRaft{s}).IsLeader() {
 		mode = "leader"
 	}
@@ -522,6 +518,8 @@ func (s *Server) startAdmin() {
 		}
 	})
 	mux.HandleFunc("/placement", s.servePlacement)
+	mux.HandleFunc("/members", s.serveMembers)
+	mux.HandleFunc("/members/", s.serveMembers)
 	mux.HandleFunc("/debug/pprof/", pprof.Index)
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)

@@ -3,6 +3,7 @@
 //	corral server --config zoo.cfg     run one server from a ZooKeeper-style configuration
 //	corral local [--servers 3] ...      run a local ensemble, one process per server
 //	corral bench <experiment> ...       benchmarks against Corral and Apache ZooKeeper
+//	corral members list|add|remove ...  add or remove servers online (docs/operations.md)
 //	corral version
 //
 // See README.md for the two commands a newcomer needs and docs/operations.md for configuration.

@@ -18,6 +18,8 @@ func main() {
 		code = runLocal(os.Args[2:])
 	case "bench":
 		code = runBench(os.Args[2:])
+	case "members":
+		code = runMembers(os.Args[2:])
 	case "version", "--version", "-v":
 		fmt.Println("corral", version)
 	case "help", "-h", "--help":
@@ -39,6 +41,7 @@ commands:
   server --config zoo.cfg   run one server (zoo.cfg keys as Apache ZooKeeper, plus corral.*)
   local                     run a local ensemble (default 3 servers, 4 shards, ports 2181-2183)
   bench <experiment>        run a benchmark (throughput, failover, create, barrier, shards, sizing)
+  members list|add|remove   list, add or remove servers online (through a server's admin port)
   version                   print the version
 `)
 }

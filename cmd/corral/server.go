@@ -37,8 +37,12 @@ func runServer(args []string) int {
 		fmt.Fprintf(os.Stderr, "corral server: %v\n", err)
 		return 1
 	}
-	<-ctx.Done()
-	log.Info("shutting down")
+	select {
+	case <-ctx.Done():
+		log.Info("shutting down")
+	case <-srv.Removed():
+		log.Info("removed from the ensemble (every shard); shutting down")
+	}
 	srv.Close()
 	return 0
 }

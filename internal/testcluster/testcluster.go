@@ -21,6 +21,11 @@ type Options struct {
 	Shards  int
 	// Extra zoo.cfg lines for every server.
 	Extra []string
+	// Observers are started after the Servers participants: their server.N lines end in
+	// :observer and their own zoo.cfg says peerType=observer (non-voting replicas).
+	Observers int
+	// Admin gives every server an admin HTTP port (AdminAddr).
+	Admin bool
 	// Log receives the servers' logs (default: discarded unless CORRAL_TEST_LOG=1).
 	Log *slog.Logger
 }
@@ -30,6 +35,7 @@ type Cluster struct {
 	t       testing.TB
 	opts    Options
 	dir     string
+	peers   string // the server.N lines of the first start
 	cfgs    []cluster.Config
 	mu      sync.Mutex
 	servers []*cluster.Server
@@ -53,37 +59,27 @@ func Start(t testing.TB, opts Options) *Cluster {
 		}
 	}
 	c := &Cluster{t: t, opts: opts, dir: t.TempDir()}
-	ports := FreePorts(t, 2*opts.Servers)
+	n := opts.Servers + opts.Observers
+	ports := FreePorts(t, 2*n)
 	var peers strings.Builder
-	for i := 1; i <= opts.Servers; i++ {
-		fmt.Fprintf(&peers, "server.%d=127.0.0.1:%d:%d\n", i, ports[opts.Servers+i-1], ports[opts.Servers+i-1]+1)
+	for i := 1; i <= n; i++ {
+		role := ""
+		if i > opts.Servers {
+			role = ":observer"
+		}
+		fmt.Fprintf(&peers, "server.%d=127.0.0.1:%d:%d%s\n", i, ports[n+i-1], ports[n+i-1]+1, role)
 	}
-	for i := 1; i <= opts.Servers; i++ {
-		sdir := filepath.Join(c.dir, fmt.Sprintf("server%d", i))
-		if err := os.MkdirAll(sdir, 0o755); err != nil {
-			t.Fatal(err)
+	c.peers = peers.String()
+	for i := 1; i <= n; i++ {
+		var extra []string
+		if i > opts.Servers {
+			extra = append(extra, "peerType=observer")
 		}
-		text := fmt.Sprintf("tickTime=500\ndataDir=%s\nclientPort=%d\nclientPortAddress=127.0.0.1\n4lw.commands.whitelist=*\ncorral.shards=%d\nzookeeper.DigestAuthenticationProvider.superDigest=super:D/InIHSb7yEEbrWz8b9l71RjZJU=\n%s%s\n",
-			sdir, ports[i-1], opts.Shards, peers.String(), strings.Join(opts.Extra, "\n"))
-		if opts.Servers == 1 {
-			text = strings.ReplaceAll(text, peers.String(), "")
-		}
-		if err := os.WriteFile(filepath.Join(sdir, "myid"), []byte(fmt.Sprint(i)), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		cfgPath := filepath.Join(sdir, "zoo.cfg")
-		if err := os.WriteFile(cfgPath, []byte(text), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		cfg, err := cluster.LoadConfig(cfgPath, opts.Log)
-		if err != nil {
-			t.Fatal(err)
-		}
-		c.cfgs = append(c.cfgs, cfg)
+		c.cfgs = append(c.cfgs, c.writeConfig(i, ports[i-1], c.peers, extra))
 	}
-	c.servers = make([]*cluster.Server, opts.Servers)
+	c.servers = make([]*cluster.Server, n)
 	var wg sync.WaitGroup
-	errs := make([]error, opts.Servers)
+	errs := make([]error, n)
 	for i := range c.cfgs {
 		wg.Add(1)
 		go func() {
@@ -101,10 +97,86 @@ func Start(t testing.TB, opts Options) *Cluster {
 	return c
 }
 
+// writeConfig writes server id's myid and zoo.cfg (peers are its server.N lines, extra more
+// lines) and loads it.
+func (c *Cluster) writeConfig(id, clientPort int, peers string, extra []string) cluster.Config {
+	c.t.Helper()
+	opts := c.opts
+	sdir := filepath.Join(c.dir, fmt.Sprintf("server%d", id))
+	if err := os.MkdirAll(sdir, 0o755); err != nil {
+		c.t.Fatal(err)
+	}
+	if opts.Admin {
+		extra = append(extra, "admin.serverAddress=127.0.0.1", fmt.Sprintf("admin.serverPort=%d", FreePorts(c.t, 1)[0]))
+	}
+	if opts.Servers == 1 && opts.Observers == 0 && id == 1 {
+		peers = ""
+	}
+	text := fmt.Sprintf("tickTime=500\ndataDir=%s\nclientPort=%d\nclientPortAddress=127.0.0.1\n4lw.commands.whitelist=*\ncorral.shards=%d\nzookeeper.DigestAuthenticationProvider.superDigest=super:D/InIHSb7yEEbrWz8b9l71RjZJU=\n%s%s\n",
+		sdir, clientPort, opts.Shards, peers, strings.Join(append(extra, opts.Extra...), "\n"))
+	if err := os.WriteFile(filepath.Join(sdir, "myid"), []byte(fmt.Sprint(id)), 0o644); err != nil {
+		c.t.Fatal(err)
+	}
+	cfgPath := filepath.Join(sdir, "zoo.cfg")
+	if err := os.WriteFile(cfgPath, []byte(text), 0o644); err != nil {
+		c.t.Fatal(err)
+	}
+	cfg, err := cluster.LoadConfig(cfgPath, opts.Log)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	return cfg
+}
+
+// NewServer writes the configuration of one more server, to be added to the running ensemble
+// online: its zoo.cfg lists the first start's servers and itself, and says corral.join=true (or,
+// for an observer, peerType=observer). It is not started: add it through a member's admin
+// endpoint and start it with Restart, in either order. It returns the server's index; its id is
+// index+1.
+func (c *Cluster) NewServer(observer bool) int {
+	c.t.Helper()
+	ports := FreePorts(c.t, 2)
+	c.mu.Lock()
+	id := len(c.cfgs) + 1
+	c.mu.Unlock()
+	line := fmt.Sprintf("server.%d=127.0.0.1:%d:%d", id, ports[1], ports[1]+1)
+	extra := []string{"corral.join=true"}
+	if observer {
+		line += ":observer"
+		extra = []string{"peerType=observer"}
+	}
+	cfg := c.writeConfig(id, ports[0], c.peers+line+"\n", extra)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.cfgs = append(c.cfgs, cfg)
+	c.servers = append(c.servers, nil)
+	return len(c.cfgs) - 1
+}
+
+// RaftAddr returns server i's Raft address (host:peerPort).
+func (c *Cluster) RaftAddr(i int) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.cfgs[i].Self().RaftAddress()
+}
+
+// AdminAddr returns server i's admin HTTP address ("" without Options.Admin).
+func (c *Cluster) AdminAddr(i int) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.cfgs[i].AdminPort <= 0 {
+		return ""
+	}
+	return fmt.Sprintf("%s:%d", c.cfgs[i].AdminAddress, c.cfgs[i].AdminPort)
+}
+
 func (c *Cluster) start(i int) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	s, err := cluster.Start(ctx, c.cfgs[i], c.opts.Log)
+	c.mu.Lock()
+	cfg := c.cfgs[i]
+	c.mu.Unlock()
+	s, err := cluster.Start(ctx, cfg, c.opts.Log)
 	if err != nil {
 		return err
 	}
@@ -144,7 +216,8 @@ func (c *Cluster) Stop(i int) {
 	}
 }
 
-// Restart starts a stopped server i again from its data directory.
+// Restart starts a stopped server i again from its data directory (or for the first time, a
+// server from NewServer).
 func (c *Cluster) Restart(i int) {
 	c.t.Helper()
 	if err := c.start(i); err != nil {
