@@ -135,7 +135,7 @@ func TestProposerStopFailsQueued(t *testing.T) {
 
 func TestLookupLongestMount(t *testing.T) {
 	r := New([]uint64{2, 3, 4}, []uint8{1, 2, 3}, PlaceSingle, nil)
-	r.SetMounts([]Mount{{"/", 2}, {"/kafka", 3}, {"/kafka/brokers", 4}})
+	r.SetMounts([]Mount{{Path: "/", ShardID: 2}, {Path: "/kafka", ShardID: 3}, {Path: "/kafka/brokers", ShardID: 4}})
 	for _, tc := range []struct {
 		path string
 		want uint64

@@ -1,6 +1,7 @@
 package router
 
 import (
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -29,10 +30,13 @@ type Shard struct {
 	view    atomic.Pointer[shard.View]
 	trigger Trigger
 	maxZxid *atomic.Int64
-	mounted atomic.Bool  // serves a subtree in the mount table
-	lag     atomic.Int64 // test hook: nanoseconds every apply of this replica is held back
-	ready   chan struct{}
-	once    sync.Once
+	mounted atomic.Bool // serves a subtree in the mount table
+	// routed is the last view whose routes (subtrees moved in or out) were merged into the
+	// mount table; only this shard's apply goroutine touches it.
+	routed *shard.View
+	lag    atomic.Int64 // test hook: nanoseconds every apply of this replica is held back
+	ready  chan struct{}
+	once   sync.Once
 }
 
 // View returns the latest published view (nil before the shard has opened).
@@ -70,6 +74,10 @@ func (s *Shard) publish(v *shard.View, events []shard.Event) {
 type Mount struct {
 	Path    string // "/" or a znode path
 	ShardID uint64
+	// Zxid is the commit zxid of the move that put the subtree on the shard (0: configured
+	// in zoo.cfg). A read of the subtree waits until the shard's view has it (a server may
+	// learn of a move from the source before its replica of the destination applied it).
+	Zxid int64
 }
 
 // Router resolves paths to shards and is the shard state machines' apply listener.
@@ -79,6 +87,7 @@ type Router struct {
 	ids       []uint64
 	placement Placement
 	mounts    atomic.Pointer[[]Mount] // sorted by descending path length
+	mountMu   sync.Mutex              // serialises changes of mounts
 	maxZxid   atomic.Int64
 	sync      SyncFunc
 	txn       txnOptions
@@ -107,7 +116,13 @@ func (r *Router) Root() *Shard { return r.ordered[0] }
 
 // SetMounts replaces the mount table.
 func (r *Router) SetMounts(m []Mount) {
-	cp := append([]Mount(nil), m...)
+	r.mountMu.Lock()
+	defer r.mountMu.Unlock()
+	r.storeMounts(append([]Mount(nil), m...))
+}
+
+// storeMounts publishes the mount table cp (which it sorts); r.mountMu is held.
+func (r *Router) storeMounts(cp []Mount) {
 	in := map[uint64]bool{}
 	for _, mt := range cp {
 		in[mt.ShardID] = true
@@ -116,8 +131,43 @@ func (r *Router) SetMounts(m []Mount) {
 		// Under PlaceHash every shard serves top-level subtrees.
 		s.mounted.Store(in[id] || r.placement == PlaceHash)
 	}
-	sort.Slice(cp, func(i, j int) bool { return len(cp[i].Path) > len(cp[j].Path) })
+	sort.SliceStable(cp, func(i, j int) bool { return len(cp[i].Path) > len(cp[j].Path) })
 	r.mounts.Store(&cp)
+}
+
+// mergeRoutes folds the routes of v, a view of shard id, into the mount table: a subtree that
+// moved in maps to id, one that moved out to its destination; of two entries for one path the
+// later move (larger zxid) wins. Called on the shard's apply goroutine before v is published,
+// so a reader that sees a view without a moved subtree also sees the mount that sends it
+// elsewhere.
+func (r *Router) mergeRoutes(id uint64, v *shard.View) {
+	r.mountMu.Lock()
+	defer r.mountMu.Unlock()
+	cur := *r.mounts.Load()
+	next := append([]Mount(nil), cur...)
+	changed := false
+	for _, rt := range v.Routes() {
+		to := rt.To
+		if to == 0 {
+			to = id
+		}
+		if r.shards[to] == nil {
+			continue
+		}
+		i := slices.IndexFunc(next, func(m Mount) bool { return m.Path == rt.Path })
+		switch {
+		case i < 0:
+			next = append(next, Mount{Path: rt.Path, ShardID: to, Zxid: rt.Zxid})
+		case next[i].Zxid < rt.Zxid:
+			next[i] = Mount{Path: rt.Path, ShardID: to, Zxid: rt.Zxid}
+		default:
+			continue
+		}
+		changed = true
+	}
+	if changed {
+		r.storeMounts(next)
+	}
 }
 
 // Mounts returns the mount table.
@@ -129,25 +179,32 @@ func (r *Router) Mounts() []Mount { return append([]Mount(nil), *r.mounts.Load()
 // the top level produces, so such creates stay on one shard), and TopLevelShard of the path's
 // top-level name for everything else; under PlaceSingle, the root shard.
 func (r *Router) Lookup(path string) *Shard {
+	sh, _ := r.Route(path)
+	return sh
+}
+
+// Route is Lookup that also returns the zxid of the move that put the path's subtree on the
+// shard (0 when none did): a read must not use a view of the shard below it.
+func (r *Router) Route(path string) (*Shard, int64) {
 	for _, m := range *r.mounts.Load() {
 		if m.Path == "/" {
 			if r.placement == PlaceHash {
 				break
 			}
-			return r.shards[m.ShardID]
+			return r.shards[m.ShardID], m.Zxid
 		}
 		if path == m.Path || len(path) > len(m.Path) && strings.HasPrefix(path, m.Path) && path[len(m.Path)] == '/' {
-			return r.shards[m.ShardID]
+			return r.shards[m.ShardID], m.Zxid
 		}
 	}
 	if r.placement == PlaceHash {
 		name := topLevelName(path)
 		if name == "" || hasSequentialSuffix(name) {
-			return r.ordered[0]
+			return r.ordered[0], 0
 		}
-		return r.shards[TopLevelShard(name, r.ids)]
+		return r.shards[TopLevelShard(name, r.ids)], 0
 	}
-	return nil
+	return nil, 0
 }
 
 // Shard returns the handle of a data shard by id.
@@ -169,6 +226,10 @@ func (r *Router) Applied(shardID uint64, v *shard.View, events []shard.Event) {
 		if d := s.lag.Load(); d > 0 && len(events) > 0 {
 			time.Sleep(time.Duration(d))
 		}
+		if v.RoutesChanged(s.routed) {
+			r.mergeRoutes(shardID, v)
+		}
+		s.routed = v
 		s.publish(v, events)
 	}
 }

@@ -109,6 +109,20 @@ func (r *Router) PlanMulti(m *wire.MultiRequest) (*Shard, map[uint64][]shard.Txn
 	return nil, roles
 }
 
+// planRoles is PlanMulti that always returns roles: a multi on one shard becomes a
+// transaction with one participant, every op RoleFull.
+func (r *Router) planRoles(m *wire.MultiRequest) map[uint64][]shard.TxnRole {
+	one, roles := r.PlanMulti(m)
+	if roles == nil {
+		rs := make([]shard.TxnRole, len(m.Ops))
+		for i := range rs {
+			rs[i] = shard.RoleFull
+		}
+		roles = map[uint64][]shard.TxnRole{one.ID: rs}
+	}
+	return roles
+}
+
 // RunTxn runs a cross-shard transaction with the roles PlanMulti returned. An error means the
 // outcome is unknown to this server (it may still commit through recovery): the caller treats
 // it as ZooKeeper treats a lost leader, by closing the client's connection.
@@ -121,6 +135,16 @@ func (r *Router) RunTxn(ctx context.Context, req *TxnRequest, roles map[uint64][
 	backoff := time.Millisecond
 	for {
 		res, retry, err := r.tryTxn(ctx, req, parts, roles)
+		if err == nil && res.Failed && res.FailErr == shard.ErrMoved {
+			// A participant no longer holds an op's subtree (it moved): plan again with
+			// the mount table, which this server's replica of that participant updated
+			// when it applied the move.
+			roles, parts, retry = r.planRoles(&req.Multi), nil, true
+			for id := range roles {
+				parts = append(parts, id)
+			}
+			sort.Slice(parts, func(i, j int) bool { return parts[i] < parts[j] })
+		}
 		if err != nil || !retry {
 			return res, err
 		}
@@ -237,42 +261,12 @@ func (r *Router) tryTxn(ctx context.Context, req *TxnRequest, parts []uint64, ro
 		}
 		return failedResult(len(req.Multi.Ops), failIdx, failErr), false, nil
 	}
-	anchorTag := r.shards[anchor].Tag
-	zxid := floor<<8 | int64(anchorTag)
-	commit := func(id uint64) shard.Op {
-		return shard.Op{Code: shard.OpTxnCommit, Body: (&shard.TxnCommit{ID: txnID, Zxid: zxid, Time: CommitTime(zxid)}).AppendTo(nil)}
-	}
-	first, err := r.broadcast(ctx, parts[:1], commit)
-	if err == nil {
-		err = first[anchor].err
-	}
-	if err != nil {
-		return TxnResult{}, false, err
-	}
-	switch first[anchor].reply.Outcome {
-	case shard.TxnCommitted:
-	case shard.TxnAborted:
-		// Recovery decided abort at the anchor before this commit arrived.
-		r.abortAll(parts, txnID)
-		return TxnResult{}, true, nil
-	default:
-		return TxnResult{}, false, fmt.Errorf("router: anchor shard %d answered commit with outcome %d", anchor, first[anchor].reply.Outcome)
-	}
-	rest, err := r.broadcast(ctx, parts[1:], commit)
-	if err != nil {
-		return TxnResult{}, false, err
+	zxid := floor<<8 | int64(r.shards[anchor].Tag)
+	all, retry, err := r.commitTxn(ctx, parts, txnID, zxid)
+	if err != nil || retry {
+		return TxnResult{}, retry, err
 	}
 	results := make([]wire.MultiResult, len(req.Multi.Ops))
-	all := map[uint64]partReply{anchor: first[anchor]}
-	for id, pr := range rest {
-		if pr.err != nil {
-			return TxnResult{}, false, pr.err
-		}
-		if pr.reply.Outcome != shard.TxnCommitted {
-			return TxnResult{}, false, fmt.Errorf("router: shard %d did not commit a transaction its anchor committed (outcome %d)", id, pr.reply.Outcome)
-		}
-		all[id] = pr
-	}
 	for id, pr := range all {
 		for i, role := range roles[id] {
 			if role != shard.RoleFull && role != shard.RoleNode {
@@ -289,6 +283,48 @@ func (r *Router) tryTxn(ctx context.Context, req *TxnRequest, parts []uint64, ro
 		}
 	}
 	return TxnResult{Results: results, Zxid: zxid}, false, nil
+}
+
+// commitTxn commits a transaction prepared on every participant under zxid: on the anchor
+// (parts[0]) first — its commit is the decision —, then on the others. retry is true when
+// recovery aborted the transaction at the anchor first (nothing applied anywhere; the others
+// are sent aborts).
+func (r *Router) commitTxn(ctx context.Context, parts []uint64, txnID uint64, zxid int64) (map[uint64]partReply, bool, error) {
+	anchor := parts[0]
+	commit := func(id uint64) shard.Op {
+		return shard.Op{Code: shard.OpTxnCommit, Body: (&shard.TxnCommit{ID: txnID, Zxid: zxid, Time: CommitTime(zxid)}).AppendTo(nil)}
+	}
+	first, err := r.broadcast(ctx, parts[:1], commit)
+	if err == nil {
+		err = first[anchor].err
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	switch first[anchor].reply.Outcome {
+	case shard.TxnCommitted:
+	case shard.TxnAborted:
+		// Recovery decided abort at the anchor before this commit arrived.
+		r.abortAll(parts, txnID)
+		return nil, true, nil
+	default:
+		return nil, false, fmt.Errorf("router: anchor shard %d answered commit with outcome %d", anchor, first[anchor].reply.Outcome)
+	}
+	rest, err := r.broadcast(ctx, parts[1:], commit)
+	if err != nil {
+		return nil, false, err
+	}
+	all := map[uint64]partReply{anchor: first[anchor]}
+	for id, pr := range rest {
+		if pr.err != nil {
+			return nil, false, pr.err
+		}
+		if pr.reply.Outcome != shard.TxnCommitted {
+			return nil, false, fmt.Errorf("router: shard %d did not commit a transaction its anchor committed (outcome %d)", id, pr.reply.Outcome)
+		}
+		all[id] = pr
+	}
+	return all, false, nil
 }
 
 // CommitTime is the ctime/mtime a transaction committed at zxid gets on every participant: the

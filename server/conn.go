@@ -37,6 +37,9 @@ type conn struct {
 	// notification must not cut the connection before the reply is sent.
 	closingSession atomic.Bool
 	lastTouch      atomic.Int64 // unix ms of the last activity report handed to the session manager
+	// rerouteTail is closed when the latest rerouted write (see reroute) has its reply.
+	rerouteMu   sync.Mutex
+	rerouteTail chan struct{}
 
 	out struct {
 		sync.Mutex

@@ -95,13 +95,19 @@ func (c *conn) handle(frame []byte) bool {
 		return c.handleWatchableRead(h, rec)
 	case wire.OpGetACL, wire.OpGetAllChildrenNumber:
 		path := readPath(rec)
-		sh := c.s.o.Router.Lookup(path)
-		v, ok := c.readView(sh)
-		if !ok {
-			return false
+		var sh *router.Shard
+		var errc wire.Err
+		var resp wire.Record
+		var zxid int64
+		for moved := true; moved; moved = c.moved(path, sh) {
+			var v *shard.View
+			var ok bool
+			if sh, v, ok = c.viewFor(path); !ok {
+				return false
+			}
+			errc, resp = v.Read(h.Op, rec, c.AuthIDs())
+			zxid = v.Zxid()
 		}
-		errc, resp := v.Read(h.Op, rec, c.AuthIDs())
-		zxid := v.Zxid()
 		if n, ok := resp.(*wire.GetAllChildrenNumberResponse); ok && errc == wire.ErrOK && path == "/" {
 			// Every top-level subtree on another shard counts too (the root shard holds
 			// only their child entries, which it does not count).
@@ -109,7 +115,7 @@ func (c *conn) handle(frame []byte) bool {
 				if o == sh {
 					continue
 				}
-				ov, ok := c.readView(o)
+				ov, ok := c.readView(o, 0)
 				if !ok {
 					return false
 				}
@@ -175,32 +181,44 @@ func (c *conn) handleWatchableRead(h wire.RequestHeader, rec wire.Record) bool {
 	case *wire.GetChildrenRequest:
 		path, watch = r.Path, r.Watch
 	}
-	sh := c.s.o.Router.Lookup(path)
-	v, ok := c.readView(sh)
-	if !ok {
-		return false
-	}
-	if !watch {
+	for {
+		sh, v, ok := c.viewFor(path)
+		if !ok {
+			return false
+		}
+		if !watch {
+			errc, resp := v.Read(h.Op, rec, c.AuthIDs())
+			if c.moved(path, sh) {
+				continue // the subtree moved while we read: v may lack it
+			}
+			c.replyAt(h.Xid, errc, resp, v.Zxid())
+			return true
+		}
+		c.watched.Store(true)
+		unlock := sh.RegisterLock()
+		v = sh.View() // the newest view: registration is ordered against triggering under the lock
 		errc, resp := v.Read(h.Op, rec, c.AuthIDs())
+		switch {
+		case h.Op == wire.OpExists && (errc == wire.ErrOK || errc == wire.ErrNoNode):
+			// exists registers a data watch whether or not the node exists.
+			c.s.o.Hub.AddData(c, path)
+		case h.Op == wire.OpGetData && errc == wire.ErrOK:
+			c.s.o.Hub.AddData(c, path)
+		case (h.Op == wire.OpGetChildren || h.Op == wire.OpGetChildren2) && errc == wire.ErrOK:
+			c.s.o.Hub.AddChild(c, path)
+		}
+		// Checked after registering: if the subtree has not moved by now, the destination's
+		// replica has not installed it yet (it updates the mount table before it applies
+		// anything else of the subtree), so every later change triggers after the
+		// registration. If it moved, read again where it lives (registering again is a no-op).
+		if c.moved(path, sh) {
+			unlock()
+			continue
+		}
 		c.replyAt(h.Xid, errc, resp, v.Zxid())
+		unlock()
 		return true
 	}
-	c.watched.Store(true)
-	unlock := sh.RegisterLock()
-	v = sh.View() // the newest view: registration is ordered against triggering under the lock
-	errc, resp := v.Read(h.Op, rec, c.AuthIDs())
-	switch {
-	case h.Op == wire.OpExists && (errc == wire.ErrOK || errc == wire.ErrNoNode):
-		// exists registers a data watch whether or not the node exists.
-		c.s.o.Hub.AddData(c, path)
-	case h.Op == wire.OpGetData && errc == wire.ErrOK:
-		c.s.o.Hub.AddData(c, path)
-	case (h.Op == wire.OpGetChildren || h.Op == wire.OpGetChildren2) && errc == wire.ErrOK:
-		c.s.o.Hub.AddChild(c, path)
-	}
-	c.replyAt(h.Xid, errc, resp, v.Zxid())
-	unlock()
-	return true
 }
 
 func (c *conn) handleGetEphemerals(h wire.RequestHeader, r *wire.GetEphemeralsRequest) {
@@ -233,9 +251,14 @@ func (c *conn) handleMultiRead(h wire.RequestHeader, m *wire.MultiRequest) bool 
 		case op.GetChildren != nil:
 			path = op.GetChildren.Path
 		}
-		v, ok := c.readView(c.s.o.Router.Lookup(path))
+		sh, v, ok := c.viewFor(path)
 		if !ok {
 			return false
+		}
+		if c.moved(path, sh) {
+			if _, v, ok = c.viewFor(path); !ok {
+				return false
+			}
 		}
 		zxid = max(zxid, v.Zxid())
 		switch {
@@ -310,12 +333,17 @@ func (c *conn) handleSetWatches(h wire.RequestHeader, rec wire.Record) bool {
 			return 0, 0, false
 		}
 		st := n.Stat()
-		if shard.ZxidTag(rel) == sh.Tag {
-			// rel came from this shard's clock: every change of it with a zxid up to rel was
-			// applied (and its event queued) on the client's old server before that reply.
-			return st.Mzxid, st.Pzxid, true
+		// A zxid from rel's clock compares exactly: every change with such a zxid up to rel
+		// was applied (and its event queued) on the client's old server before that reply.
+		// Zxids of another clock (another shard's, or a subtree that moved here from another
+		// shard) count as new when recent (recentAsNew).
+		exact := func(z int64) int64 {
+			if shard.ZxidTag(z) == shard.ZxidTag(rel) {
+				return z
+			}
+			return recentAsNew(z, rel)
 		}
-		return recentAsNew(st.Mzxid, rel), recentAsNew(st.Pzxid, rel), true
+		return exact(st.Mzxid), exact(st.Pzxid), true
 	}
 	c.s.o.Hub.SetWatches(c, rel, data, exist, child, pers, rec2, lookup)
 	if malformed {
@@ -498,28 +526,11 @@ func (c *conn) handleWrite(h wire.RequestHeader, frame []byte) bool {
 		c.complete(sl, c.frame(h.Xid, wire.ErrMarshallingError, 0, nil))
 		return true
 	}
-	r := c.s.o.Router
-	var sh *router.Shard
-	if m, ok := rec.(*wire.MultiRequest); ok {
-		one, roles := r.PlanMulti(m)
-		if roles != nil {
-			return c.handleTxn(h, *m, roles, false)
-		}
-		sh = one
-	} else {
-		path, create, seq := writeTarget(rec)
-		if (create || h.Op == wire.OpDelete) && r.MountPoint(path, seq) {
-			if m, ok := singleAsMulti(h.Op, rec); ok {
-				_, roles := r.PlanMulti(&m)
-				return c.handleTxn(h, m, roles, true)
-			}
-		}
-		if create {
-			sh = r.CreateShard(path, seq)
-		} else {
-			sh = r.Lookup(path)
-		}
+	plan := c.planWrite(h.Op, rec)
+	if plan.roles != nil {
+		return c.handleTxn(h, plan.multi, plan.roles, plan.single)
 	}
+	sh := plan.sh
 	if sh == nil {
 		sl := c.reserve("write")
 		c.complete(sl, c.frame(h.Xid, wire.ErrSystemError, 0, nil))
@@ -530,18 +541,15 @@ func (c *conn) handleWrite(h wire.RequestHeader, frame []byte) bool {
 	}
 	sl := c.reserve("write")
 	op := shard.Op{Session: c.sessionID, Auth: c.AuthIDs(), Code: h.Op, Body: body, MinZxid: c.lastZxid.Load()}
-	xid := h.Xid
 	sh.Proposer.Submit(&router.Request{Op: op, Done: func(res shard.OpResult, err error) {
-		if err != nil {
+		switch {
+		case err != nil:
 			c.writeFailed(sl, err)
-			return
+		case res.Err == shard.ErrMoved:
+			c.reroute(sl, h, rec, op, res.Zxid)
+		default:
+			c.completeWrite(sl, h, res)
 		}
-		var b []byte
-		if res.Err == wire.ErrOK || h.Op == wire.OpMulti {
-			b = res.Body
-		}
-		c.complete(sl, c.frame(xid, res.Err, res.Zxid, b))
-		c.countReply(res.Err)
 	}})
 	return true
 }

@@ -15,6 +15,7 @@ type Metrics struct {
 	latency     *prometheus.HistogramVec
 	errors      *prometheus.CounterVec
 	watchEvents prometheus.Counter
+	rerouted    prometheus.Counter
 
 	// Pre-resolved children of the vectors, so the request path does no label lookups.
 	byOp      map[wire.OpCode]prometheus.Counter
@@ -39,6 +40,8 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "Replies with a non-zero error code, by ZooKeeper error name."}, []string{"err"}),
 		watchEvents: prometheus.NewCounter(prometheus.CounterOpts{Name: "corral_watch_events_total",
 			Help: "Watch notifications queued to connections."}),
+		rerouted: prometheus.NewCounter(prometheus.CounterOpts{Name: "corral_rerouted_writes_total",
+			Help: "Writes proposed again after their shard sent them back because of a subtree move."}),
 	}
 	m.byOp = map[wire.OpCode]prometheus.Counter{}
 	for op, name := range opNames {
@@ -48,7 +51,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m.readLat = m.latency.WithLabelValues("read")
 	m.writeLat = m.latency.WithLabelValues("write")
 	if reg != nil {
-		reg.MustRegister(m.connections, m.outstanding, m.requests, m.latency, m.errors, m.watchEvents)
+		reg.MustRegister(m.connections, m.outstanding, m.requests, m.latency, m.errors, m.watchEvents, m.rerouted)
 	}
 	return m
 }

@@ -16,9 +16,9 @@ import (
 // changes the reply may depend on are queued before it. ok is false when the shard could not
 // catch up within the session timeout; the connection is then closed (the client reconnects,
 // as after a lost server).
-func (c *conn) readView(sh *router.Shard) (v *shard.View, ok bool) {
+func (c *conn) readView(sh *router.Shard, min int64) (v *shard.View, ok bool) {
 	r := c.s.o.Router
-	d := c.lastZxid.Load()
+	d := max(c.lastZxid.Load(), min)
 	if v = sh.View(); v != nil && v.Zxid() >= d && !c.watched.Load() {
 		return v, true // fast path: nothing to wait for
 	}
@@ -42,6 +42,20 @@ func (c *conn) readView(sh *router.Shard) (v *shard.View, ok bool) {
 	}
 	return v, true
 }
+
+// viewFor returns the shard serving path and a view of it a read of this connection may use
+// (readView), at least as new as the move that put path's subtree there. A subtree can move
+// while the read runs: the caller checks moved after reading and reads again if it did.
+func (c *conn) viewFor(path string) (*router.Shard, *shard.View, bool) {
+	sh, z := c.s.o.Router.Route(path)
+	v, ok := c.readView(sh, z)
+	return sh, v, ok
+}
+
+// moved reports whether path no longer lives on sh (its subtree moved since it was looked up).
+// The mount table changes before the source publishes a view without the subtree, so a read
+// that used such a view sees the change here.
+func (c *conn) moved(path string, sh *router.Shard) bool { return c.s.o.Router.Lookup(path) != sh }
 
 func (c *conn) catchUpFailed(sh *router.Shard, err error) {
 	c.s.o.Log.Warn("shard replica cannot catch up for a read, closing connection", "shard", sh.ID,
@@ -96,38 +110,154 @@ func (c *conn) handleTxn(h wire.RequestHeader, m wire.MultiRequest, roles map[ui
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), c.writeTimeout())
 		defer cancel()
-		res, err := c.s.o.Router.RunTxn(ctx, req, roles)
-		if err != nil {
-			c.writeFailed(sl, err)
-			return
-		}
-		if !single {
-			if res.Failed && res.Results == nil {
-				c.complete(sl, c.frame(h.Xid, res.FailErr, 0, nil))
-				c.countReply(res.FailErr)
-				return
-			}
-			c.complete(sl, c.frame(h.Xid, wire.ErrOK, res.Zxid, encodeRecord(&wire.MultiResponse{Results: res.Results})))
-			c.countReply(wire.ErrOK)
-			return
-		}
-		if res.Failed {
+		c.runTxn(ctx, sl, h, req, roles, single)
+	}()
+	return true
+}
+
+// runTxn runs a cross-shard transaction and completes its slot with the reply.
+func (c *conn) runTxn(ctx context.Context, sl *slot, h wire.RequestHeader, req *router.TxnRequest, roles map[uint64][]shard.TxnRole, single bool) {
+	res, err := c.s.o.Router.RunTxn(ctx, req, roles)
+	if err != nil {
+		c.writeFailed(sl, err)
+		return
+	}
+	if !single {
+		if res.Failed && res.Results == nil {
 			c.complete(sl, c.frame(h.Xid, res.FailErr, 0, nil))
 			c.countReply(res.FailErr)
 			return
 		}
-		var body []byte
-		r := res.Results[0]
-		switch h.Op {
-		case wire.OpCreate:
-			body = encodeRecord(&wire.CreateResponse{Path: r.Path})
-		case wire.OpCreate2, wire.OpCreateContainer, wire.OpCreateTTL:
-			body = encodeRecord(&wire.Create2Response{Path: r.Path, Stat: r.Stat})
-		}
-		c.complete(sl, c.frame(h.Xid, wire.ErrOK, res.Zxid, body))
+		c.complete(sl, c.frame(h.Xid, wire.ErrOK, res.Zxid, encodeRecord(&wire.MultiResponse{Results: res.Results})))
 		c.countReply(wire.ErrOK)
+		return
+	}
+	if res.Failed {
+		c.complete(sl, c.frame(h.Xid, res.FailErr, 0, nil))
+		c.countReply(res.FailErr)
+		return
+	}
+	var body []byte
+	r := res.Results[0]
+	switch h.Op {
+	case wire.OpCreate:
+		body = encodeRecord(&wire.CreateResponse{Path: r.Path})
+	case wire.OpCreate2, wire.OpCreateContainer, wire.OpCreateTTL:
+		body = encodeRecord(&wire.Create2Response{Path: r.Path, Stat: r.Stat})
+	}
+	c.complete(sl, c.frame(h.Xid, wire.ErrOK, res.Zxid, body))
+	c.countReply(wire.ErrOK)
+}
+
+// writePlan is where a write goes: one shard's proposer (sh), or a cross-shard transaction
+// (roles).
+type writePlan struct {
+	sh     *router.Shard
+	multi  wire.MultiRequest
+	roles  map[uint64][]shard.TxnRole
+	single bool // a create or delete sent alone, run as a one-op multi
+}
+
+// planWrite decides where a decoded write goes: a multi over several shards, or the create or
+// delete of a mount point (a top-level znode on another shard than "/", or an explicit or
+// moved mount), is a cross-shard transaction; anything else goes to its path's shard.
+func (c *conn) planWrite(op wire.OpCode, rec wire.Record) writePlan {
+	r := c.s.o.Router
+	if m, ok := rec.(*wire.MultiRequest); ok {
+		one, roles := r.PlanMulti(m)
+		if roles != nil {
+			return writePlan{multi: *m, roles: roles}
+		}
+		return writePlan{sh: one}
+	}
+	path, create, seq := writeTarget(rec)
+	if (create || op == wire.OpDelete) && r.MountPoint(path, seq) {
+		if m, ok := singleAsMulti(op, rec); ok {
+			_, roles := r.PlanMulti(&m)
+			return writePlan{multi: m, roles: roles, single: true}
+		}
+	}
+	if create {
+		return writePlan{sh: r.CreateShard(path, seq)}
+	}
+	return writePlan{sh: r.Lookup(path)}
+}
+
+// completeWrite queues the reply of a write its shard applied.
+func (c *conn) completeWrite(sl *slot, h wire.RequestHeader, res shard.OpResult) {
+	var b []byte
+	if res.Err == wire.ErrOK || h.Op == wire.OpMulti {
+		b = res.Body
+	}
+	c.complete(sl, c.frame(h.Xid, res.Err, res.Zxid, b))
+	c.countReply(res.Err)
+}
+
+// maxReroutes bounds how often one write follows a moving subtree.
+const maxReroutes = 8
+
+// reroute proposes again a write its shard sent back with shard.ErrMoved (its subtree moved
+// away, or it was issued before a move of that shard; moveZxid is the move's zxid): planned
+// again with the mount table (which this server's replica of the source updated when it
+// applied the move), with MinZxid at least moveZxid. The connection's rerouted writes run one
+// after the other, in the order their shard sent them back, each after the previous one's
+// reply: the shard sends back every write issued before the move, so a session's writes keep
+// their order (docs/design.md, "Subtree moves").
+func (c *conn) reroute(sl *slot, h wire.RequestHeader, rec wire.Record, op shard.Op, moveZxid int64) {
+	c.rerouteMu.Lock()
+	prev := c.rerouteTail
+	done := make(chan struct{})
+	c.rerouteTail = done
+	c.rerouteMu.Unlock()
+	go func() {
+		defer close(done)
+		if prev != nil {
+			<-prev
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), c.writeTimeout())
+		defer cancel()
+		type result struct {
+			res shard.OpResult
+			err error
+		}
+		for attempt := 0; attempt < maxReroutes; attempt++ {
+			c.s.stats.rerouted.Add(1)
+			c.s.o.Metrics.rerouted.Inc()
+			op.MinZxid = max(op.MinZxid, c.lastZxid.Load(), moveZxid)
+			plan := c.planWrite(h.Op, rec)
+			if plan.roles != nil {
+				req := &router.TxnRequest{Session: op.Session, Auth: op.Auth, MinZxid: op.MinZxid, Multi: plan.multi}
+				c.runTxn(ctx, sl, h, req, plan.roles, plan.single)
+				return
+			}
+			if plan.sh == nil {
+				c.complete(sl, c.frame(h.Xid, wire.ErrSystemError, 0, nil))
+				return
+			}
+			got := make(chan result, 1)
+			plan.sh.Proposer.Submit(&router.Request{Op: op, Done: func(res shard.OpResult, err error) {
+				got <- result{res, err}
+			}})
+			var r result
+			select {
+			case r = <-got:
+			case <-ctx.Done():
+				c.writeFailed(sl, ctx.Err())
+				return
+			}
+			if r.err != nil {
+				c.writeFailed(sl, r.err)
+				return
+			}
+			if r.res.Err == shard.ErrMoved {
+				moveZxid = r.res.Zxid
+				continue
+			}
+			c.completeWrite(sl, h, r.res)
+			return
+		}
+		c.writeFailed(sl, errors.New("server: the write's subtree kept moving"))
 	}()
-	return true
 }
 
 // writeFailed ends a write whose proposal (or transaction) returned an error: the server is

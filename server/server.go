@@ -252,7 +252,12 @@ type stats struct {
 	maxLatency atomic.Int64
 	sumLatency atomic.Int64
 	count      atomic.Int64
+	rerouted   atomic.Int64 // writes proposed again after their shard sent them back (a move)
 }
+
+// ReroutedWrites returns how many writes were proposed again on another shard (or with a
+// higher MinZxid) because their shard had moved their subtree away or they predated a move.
+func (s *Server) ReroutedWrites() int64 { return s.stats.rerouted.Load() }
 
 func (st *stats) observe(d time.Duration) {
 	ms := d.Milliseconds()

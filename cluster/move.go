@@ -1,0 +1,58 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/corral/corral/router"
+)
+
+// serveMove is the admin endpoint POST /move?path=/kafka&shard=4: it moves the subtree at path
+// (which need not exist yet: then it mounts the path on the shard) to the data shard, online,
+// with this server as the move's coordinator (router.Move). 200 with a line describing the
+// move; 400 for a request without a path or shard; 409 when the move is refused (nothing
+// changed); 500 when its outcome is unknown (recovery completes or aborts a move left
+// prepared; ask again: a completed move is then refused as "already there").
+func (s *Server) serveMove(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost {
+		http.Error(w, "POST /move?path=/x&shard=N", http.StatusMethodNotAllowed)
+		return
+	}
+	path := r.URL.Query().Get("path")
+	to, err := strconv.ParseUint(r.URL.Query().Get("shard"), 10, 64)
+	if path == "" || err != nil {
+		http.Error(w, "POST /move?path=/x&shard=N: path and a data shard id are required", http.StatusBadRequest)
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), 2*router.MoveDeadline)
+	defer cancel()
+	start := time.Now()
+	res, err := s.router.Move(ctx, path, to)
+	if err != nil {
+		code := http.StatusInternalServerError
+		if errors.Is(err, router.ErrMoveRefused) {
+			code = http.StatusConflict
+		}
+		s.log.Warn("subtree move failed", "path", path, "to", to, "err", err)
+		http.Error(w, err.Error(), code)
+		return
+	}
+	took := time.Since(start)
+	s.log.Info("moved subtree", "path", res.Path, "from", res.From, "to", res.To, "zxid", fmt.Sprintf("0x%x", res.Zxid),
+		"bytes", res.Bytes, "took", took)
+	fmt.Fprintf(w, "moved %s from shard %d to shard %d at zxid 0x%x (%d bytes copied) in %s\n",
+		res.Path, res.From, res.To, res.Zxid, res.Bytes, took.Round(time.Millisecond))
+}
+
+// ReroutedWrites returns how many client writes this server proposed again because a subtree
+// move sent them back (see server.Server.ReroutedWrites).
+func (s *Server) ReroutedWrites() int64 {
+	if srv := s.srvPtr.Load(); srv != nil {
+		return srv.ReroutedWrites()
+	}
+	return 0
+}

@@ -1,0 +1,264 @@
+package clustertest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/corral/corral/internal/testcluster"
+	"github.com/corral/corral/internal/zktest"
+	"github.com/corral/corral/router"
+)
+
+// TestOnlineMove: a subtree moves to another shard, and back to the root shard, while clients
+// write and read it. Invariants checked: no acknowledged write is lost and no write fails; a
+// reader never sees the subtree vanish or a value go back; stats (czxid, mzxid, version,
+// cversion) are unchanged by the move; watches set before the move fire for changes after it;
+// sequential names continue; an ephemeral moved with the subtree goes when its session closes;
+// every server routes the subtree to the new shard; a path that does not exist yet can be
+// mounted on a shard and created there.
+func TestOnlineMove(t *testing.T) {
+	ids := []uint64{2, 3, 4, 5}
+	name := ""
+	for _, n := range []string{"app", "web", "db", "q", "r", "s", "t"} {
+		if router.TopLevelShard(n, ids) != ids[0] {
+			name = n
+			break
+		}
+	}
+	top := "/" + name
+	from := router.TopLevelShard(name, ids)
+	to := uint64(0)
+	for _, id := range ids[1:] {
+		if id != from {
+			to = id
+			break
+		}
+	}
+	cl := testcluster.Start(t, testcluster.Options{Servers: 3, Shards: 4})
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	acl := zk.WorldACL(zk.PermAll)
+	c := zktest.Connect(t, ctx, cl.Addrs()[0])
+	w := zktest.Connect(t, ctx, cl.Addrs()[1])
+	owner := zktest.Connect(t, ctx, cl.Addrs()[2])
+	for _, p := range []string{top, top + "/static", top + "/x"} {
+		if _, err := c.Create(p, []byte("v0"), 0, acl); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := owner.Create(top+"/eph", nil, zk.FlagEphemeral, acl); err != nil {
+		t.Fatal(err)
+	}
+	const keys = 6
+	for i := 0; i < keys; i++ {
+		if _, err := c.Create(fmt.Sprintf("%s/k%d", top, i), []byte("0"), 0, acl); err != nil {
+			t.Fatal(err)
+		}
+	}
+	seq1, err := c.Create(top+"/s-", nil, zk.FlagSequence, acl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, staticBefore, err := c.Get(top + "/static")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, topBefore, _ := c.Get(top)
+
+	// Load: two writers (on servers 0 and 2) bump counters and record what was acknowledged;
+	// a reader on server 1 checks the subtree never vanishes and values never go back.
+	var stop atomic.Bool
+	var wg sync.WaitGroup
+	acked := make([]atomic.Int64, keys)
+	errs := make(chan error, 16)
+	for wi, addr := range []string{cl.Addrs()[0], cl.Addrs()[2]} {
+		wc := zktest.Connect(t, ctx, addr)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for n := int64(1); !stop.Load(); n++ {
+				k := wi*keys/2 + int(n)%(keys/2)
+				v := n*10 + int64(wi)
+				if _, err := wc.Set(fmt.Sprintf("%s/k%d", top, k), []byte(fmt.Sprint(v)), -1); err != nil {
+					errs <- fmt.Errorf("writer %d: %w", wi, err)
+					return
+				}
+				acked[k].Store(v)
+			}
+		}()
+	}
+	rc := zktest.Connect(t, ctx, cl.Addrs()[1])
+	var reads atomic.Int64
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		last := int32(-1)
+		for !stop.Load() {
+			_, st, err := rc.Get(top + "/k0")
+			if err != nil {
+				errs <- fmt.Errorf("reader: %w", err)
+				return
+			}
+			if st.Version < last {
+				errs <- fmt.Errorf("reader: %s/k0 went back from version %d to %d", top, last, st.Version)
+				return
+			}
+			last = st.Version
+			reads.Add(1)
+		}
+	}()
+
+	// Watches set before the move.
+	_, _, dataW, err := w.GetW(top + "/x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _, childW, err := w.ChildrenW(top)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	move := func(to uint64) {
+		t.Helper()
+		time.Sleep(300 * time.Millisecond) // let the load run across the move
+		res, err := cl.Server(2).Router().Move(ctx, top, to)
+		if err != nil {
+			t.Fatalf("move %s to %d: %v", top, to, err)
+		}
+		t.Logf("moved %s from %d to %d at 0x%x, %d bytes", top, res.From, res.To, res.Zxid, res.Bytes)
+		for i := 0; i < 3; i++ {
+			deadline := time.Now().Add(10 * time.Second)
+			for cl.Server(i).Router().Lookup(top+"/k0").ID != to {
+				if time.Now().After(deadline) {
+					t.Fatalf("server %d still routes %s to shard %d", i, top, cl.Server(i).Router().Lookup(top).ID)
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+		}
+		time.Sleep(300 * time.Millisecond)
+	}
+	move(to)
+	if _, err := cl.Server(0).Router().Move(ctx, top, to); !errors.Is(err, router.ErrMoveRefused) {
+		t.Fatalf("moving to the shard it is on: %v, want refused", err)
+	}
+
+	// After the move: stats kept, watches fire, sequential numbering goes on.
+	_, staticAfter, err := w.Get(top + "/static")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if *staticAfter != *staticBefore {
+		t.Fatalf("stat changed by the move:\n%+v\n%+v", staticBefore, staticAfter)
+	}
+	if _, topAfter, _ := w.Get(top); topAfter.Czxid != topBefore.Czxid || topAfter.Cversion < topBefore.Cversion {
+		t.Fatalf("%s stat: %+v -> %+v", top, topBefore, topAfter)
+	}
+	if _, err := c.Set(top+"/x", []byte("v1"), -1); err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	fmt.Sscanf(seq1[len(top+"/s-"):], "%d", &n)
+	if p, err := c.Create(top+"/s-", nil, zk.FlagSequence, acl); err != nil || p != fmt.Sprintf("%s/s-%010d", top, n+1) {
+		t.Fatalf("sequential create after the move: %q %v (before it: %s)", p, err, seq1)
+	}
+	for _, ch := range []<-chan zk.Event{dataW, childW} {
+		select {
+		case ev := <-ch:
+			if ev.Type != zk.EventNodeDataChanged && ev.Type != zk.EventNodeChildrenChanged {
+				t.Fatalf("event %+v", ev)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("a watch set before the move did not fire for a change after it")
+		}
+	}
+	kids, _, err := w.Children("/")
+	if err != nil || !slices.Contains(kids, name) {
+		t.Fatalf("children of /: %v %v", kids, err)
+	}
+
+	// Back to the root shard, which holds "/" (its stub of the subtree becomes the node).
+	move(ids[0])
+	stop.Store(true)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	var rerouted int64
+	for i := 0; i < 3; i++ {
+		rerouted += cl.Server(i).ReroutedWrites()
+	}
+	t.Logf("%d reads, %d writes sent back by a move and proposed again", reads.Load(), rerouted)
+	if reads.Load() == 0 || rerouted == 0 {
+		t.Fatal("the load did not run into the moves: the test exercised nothing")
+	}
+
+	// Every acknowledged write is there, on every server.
+	for i := 0; i < 3; i++ {
+		cc := zktest.Connect(t, ctx, cl.Addrs()[i])
+		if _, err := cc.Sync(top); err != nil {
+			t.Fatal(err)
+		}
+		for k := 0; k < keys; k++ {
+			want := acked[k].Load()
+			if want == 0 {
+				continue
+			}
+			data, _, err := cc.Get(fmt.Sprintf("%s/k%d", top, k))
+			if err != nil || string(data) != fmt.Sprint(want) {
+				t.Fatalf("server %d: %s/k%d = %q (%v), acknowledged %d", i, top, k, data, err, want)
+			}
+		}
+	}
+
+	// The ephemeral moved twice and still goes with its session.
+	if ok, _, err := w.Exists(top + "/eph"); err != nil || !ok {
+		t.Fatalf("ephemeral after the moves: %v %v", ok, err)
+	}
+	owner.Close()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		ok, _, err := w.Exists(top + "/eph")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !ok {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("ephemeral outlived its session after the moves")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+
+	// A path that does not exist yet: mount it on a shard, then create it there.
+	fresh := "/fresh-mount"
+	if _, err := cl.Server(1).Router().Move(ctx, fresh, to); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Create(fresh, []byte("f"), 0, acl); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Create(fresh+"/a", []byte("a"), 0, acl); err != nil {
+		t.Fatal(err)
+	}
+	if got := cl.Server(0).Router().Lookup(fresh + "/a").ID; got != to {
+		t.Fatalf("%s/a on shard %d, want %d", fresh, got, to)
+	}
+	if v := cl.Server(0).Router().Shard(to).View(); v == nil {
+		t.Fatal("no view")
+	} else if _, ok := v.Get(fresh + "/a"); !ok {
+		t.Fatalf("%s/a is not on shard %d", fresh, to)
+	}
+	if data, _, err := w.Get(fresh + "/a"); err != nil || string(data) != "a" {
+		t.Fatalf("read %s/a from another server: %q %v", fresh, data, err)
+	}
+}
