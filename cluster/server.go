@@ -353,6 +353,9 @@ func (s *Server) waitReady(ctx context.Context) error {
 		ready := true
 		for _, id := range all {
 			if _, _, ok, err := s.nh.GetLeaderID(id); err != nil || !ok {
+				if errors.Is(err, dragonboat.ErrShardNotFound) {
+					return errRemovedAtStart(id)
+				}
 				ready = false
 				why = fmt.Sprintf("shard %d has no known leader", id)
 				break
@@ -518,6 +521,7 @@ func (s *Server) startAdmin() {
 		}
 	})
 	mux.HandleFunc("/placement", s.servePlacement)
+	mux.HandleFunc("/move", s.serveMove)
 	mux.HandleFunc("/members", s.serveMembers)
 	mux.HandleFunc("/members/", s.serveMembers)
 	mux.HandleFunc("/debug/pprof/", pprof.Index)

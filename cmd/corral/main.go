@@ -20,6 +20,8 @@ func main() {
 		code = runBench(os.Args[2:])
 	case "members":
 		code = runMembers(os.Args[2:])
+	case "move":
+		code = runMove(os.Args[2:])
 	case "version", "--version", "-v":
 		fmt.Println("corral", version)
 	case "help", "-h", "--help":
@@ -42,6 +44,7 @@ commands:
   local                     run a local ensemble (default 3 servers, 4 shards, ports 2181-2183)
   bench <experiment>        run a benchmark (throughput, failover, create, barrier, shards, sizing)
   members list|add|remove   list, add or remove servers online (through a server's admin port)
+  move /path shard-id       move a subtree to another data shard online (through a server's admin port)
   version                   print the version
 `)
 }
