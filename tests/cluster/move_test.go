@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -42,7 +44,7 @@ func TestOnlineMove(t *testing.T) {
 			break
 		}
 	}
-	cl := testcluster.Start(t, testcluster.Options{Servers: 3, Shards: 4})
+	cl := testcluster.Start(t, testcluster.Options{Servers: 3, Shards: 4, Admin: true})
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	acl := zk.WorldACL(zk.PermAll)
@@ -239,10 +241,25 @@ func TestOnlineMove(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 
-	// A path that does not exist yet: mount it on a shard, then create it there.
+	// A path that does not exist yet: mount it on a shard (through the admin endpoint), then
+	// create it there.
 	fresh := "/fresh-mount"
-	if _, err := cl.Server(1).Router().Move(ctx, fresh, to); err != nil {
+	resp, err := http.Post(fmt.Sprintf("http://%s/move?path=%s&shard=%d", cl.AdminAddr(1), fresh, to), "text/plain", nil)
+	if err != nil {
 		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("POST /move: %s %s", resp.Status, body)
+	}
+	resp, err = http.Post(fmt.Sprintf("http://%s/move?path=%s&shard=%d", cl.AdminAddr(0), fresh, to), "text/plain", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusConflict {
+		t.Fatalf("POST /move to where it is: %s, want 409", resp.Status)
 	}
 	if _, err := c.Create(fresh, []byte("f"), 0, acl); err != nil {
 		t.Fatal(err)
