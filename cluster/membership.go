@@ -486,6 +486,13 @@ func (s *Server) checkRemoved() {
 	}
 }
 
+// errRemovedAtStart is Start's error when a replica stopped while the server waited for its
+// shards: dragonboat unloads a replica that replays its own removal from its log, so a removed
+// server never serves again under its id.
+func errRemovedAtStart(shardID uint64) error {
+	return fmt.Errorf("cluster: this server was removed from shard %d (POST /members/remove); a removed id never rejoins: delete dataDir and add the server under a new myid", shardID)
+}
+
 // shardVoters returns, per shard this server runs a replica of, the voters and their Raft
 // addresses as this replica last applied them (a local read, no Raft round trip). A shard whose
 // replica has applied nothing yet is absent.

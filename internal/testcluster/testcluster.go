@@ -216,6 +216,9 @@ func (c *Cluster) Stop(i int) {
 	}
 }
 
+// TryStart starts server i like Restart and returns Start's error instead of failing the test.
+func (c *Cluster) TryStart(i int) error { return c.start(i) }
+
 // Restart starts a stopped server i again from its data directory (or for the first time, a
 // server from NewServer).
 func (c *Cluster) Restart(i int) {

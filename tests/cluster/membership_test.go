@@ -212,6 +212,10 @@ func TestAddAndRemoveServerOnline(t *testing.T) {
 	close(stop)
 	<-writerDone
 	cl.Stop(victim)
+	// Restarted, it replays its removal and refuses to start (rather than wait for a leader).
+	if err := cl.TryStart(victim); err == nil || !strings.Contains(err.Error(), "was removed from shard") {
+		t.Fatalf("restarting the removed server: %v", err)
+	}
 
 	for id, m := range membership(t, cl.Server(j), shards) {
 		if m.voters[uint64(victim+1)] || !m.removed[uint64(victim+1)] || len(m.voters) != 3 {
