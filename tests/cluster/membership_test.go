@@ -272,7 +272,8 @@ func srvrMode(t *testing.T, addr string) string {
 // TestObservers: an observer listed in zoo.cfg at the ensemble's first start (server.4=...
 // :observer) and one added online (POST /members/add?observer=1, started before it was added)
 // are non-voting replicas of every shard. An observer serves reads locally, forwards its
-// clients' writes, reports Mode: observer, never leads, and does not count towards the quorum:
+// clients' writes, reports Mode: observer, never leads, restarts as an observer, and does not
+// count towards the quorum:
 // with both observers and one participant stopped, the two remaining participants still write.
 func TestObservers(t *testing.T) {
 	const shards = 2
@@ -322,6 +323,16 @@ func TestObservers(t *testing.T) {
 	list := admin(t, "GET", cl.AdminAddr(j), "/members")
 	if n := strings.Count(list, fmt.Sprintf("nonvoting=%d@%s,%d@%s", obs+1, cl.RaftAddr(obs), j+1, cl.RaftAddr(j))); n != shards+1 {
 		t.Fatalf("GET /members on the new observer:\n%s", list)
+	}
+
+	// An observer restarts from its log as a non-voting replica and catches up.
+	cl.Stop(obs)
+	writeNodes(t, c1, "while-down", 3, want)
+	cl.Restart(obs)
+	co2, _ := connect(t, cl.Addrs()[obs:obs+1])
+	checkNodes(t, co2, want)
+	if m := membership(t, cl.Server(obs), shards); !m[cluster.MetaShardID].nonVoting[obs+1] || m[cluster.MetaShardID].voters[obs+1] {
+		t.Fatalf("observer after its restart: %v", m[cluster.MetaShardID])
 	}
 
 	// Stop both observers and one participant: two of three voters remain, a quorum.
