@@ -18,9 +18,11 @@ import (
 // nothing there and locks the subtree too), then commit both under one zxid, anchor first.
 // Recovery resolves a move left prepared exactly as any transaction.
 
-// MoveDeadline is how long a move may stay prepared before recovery resolves it (a move's
-// prepare-to-commit takes a copy and one more Raft round, longer than a client transaction).
-const MoveDeadline = 10 * time.Second
+// MoveDeadline is how long a move may stay prepared before recovery resolves it. A move's
+// prepare-to-commit takes a copy and one more Raft round, longer than a client transaction;
+// but it is also how long the two shards' writes can stall when the coordinator dies
+// half-way (docs/design.md, "Subtree moves"), so it stays well below a session timeout.
+const MoveDeadline = 3 * time.Second
 
 // MaxMoveBytes bounds the encoded size of a subtree moved in one transaction (it travels in
 // one Raft entry of the destination).
@@ -135,6 +137,7 @@ func (r *Router) tryMove(ctx context.Context, path string, src, dst *Shard) (Mov
 		r.abortAll(parts, txnID)
 		return MoveResult{}, true, nil
 	}
+	r.txnStep("prepared")
 	zxid := max(repOut.Floor, repIn.Floor)<<8 | int64(r.shards[anchor].Tag)
 	if _, retry, err := r.commitTxn(ctx, parts, txnID, zxid); err != nil || retry {
 		return MoveResult{}, retry, err

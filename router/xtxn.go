@@ -24,6 +24,19 @@ import (
 // txnOptions tune the coordinator.
 type txnOptions struct {
 	deadline time.Duration // a prepared txn older than this may be resolved by recovery
+	// hook, when set (tests), is called at the steps of a transaction: "prepared" (a move
+	// prepared on both participants) and "anchor-committed" (any transaction).
+	hook func(step string)
+}
+
+// SetTxnHook installs a function called at the steps of every transaction this server
+// coordinates (tests use it to stop a coordinator half-way: see txnOptions.hook).
+func (r *Router) SetTxnHook(f func(step string)) { r.txn.hook = f }
+
+func (r *Router) txnStep(step string) {
+	if r.txn.hook != nil {
+		r.txn.hook(step)
+	}
 }
 
 // TxnDeadline is how long a participant may stay prepared before any server resolves it.
@@ -310,6 +323,7 @@ func (r *Router) commitTxn(ctx context.Context, parts []uint64, txnID uint64, zx
 	default:
 		return nil, false, fmt.Errorf("router: anchor shard %d answered commit with outcome %d", anchor, first[anchor].reply.Outcome)
 	}
+	r.txnStep("anchor-committed")
 	rest, err := r.broadcast(ctx, parts[1:], commit)
 	if err != nil {
 		return nil, false, err

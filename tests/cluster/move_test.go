@@ -279,3 +279,129 @@ func TestOnlineMove(t *testing.T) {
 		t.Fatalf("read %s/a from another server: %q %v", fresh, data, err)
 	}
 }
+
+// TestMoveCoordinatorDies: the server coordinating a move stops half-way, with the move
+// prepared on both shards (recovery aborts it at the anchor: the subtree stays), or after the
+// anchor committed (recovery commits the other participant: the subtree moves). Either way
+// the blocked writes go through after recovery, no acknowledged write is lost, no shard stays
+// prepared, and the restarted coordinator routes the subtree where it ended up.
+func TestMoveCoordinatorDies(t *testing.T) {
+	for _, step := range []string{"prepared", "anchor-committed"} {
+		t.Run(step, func(t *testing.T) { testMoveCoordinatorDies(t, step) })
+	}
+}
+
+func testMoveCoordinatorDies(t *testing.T, step string) {
+	ids := []uint64{2, 3, 4, 5}
+	name := "app"
+	from := router.TopLevelShard(name, ids)
+	to := ids[0]
+	if from == to {
+		to = ids[1]
+	}
+	top := "/" + name
+	cl := testcluster.Start(t, testcluster.Options{Servers: 3, Shards: 4})
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	acl := zk.WorldACL(zk.PermAll)
+	c := zktest.Connect(t, ctx, cl.Addrs()[0])
+	for _, p := range []string{top, top + "/k"} {
+		if _, err := c.Create(p, []byte("0"), 0, acl); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var stop atomic.Bool
+	var acked atomic.Int64
+	werr := make(chan error, 1)
+	go func() {
+		// Each value is written until acknowledged (a connection loss leaves the outcome
+		// unknown; writing the same value again is harmless), so the last acknowledged value
+		// is the last one written.
+		defer close(werr)
+		for n := int64(1); !stop.Load(); n++ {
+			for {
+				_, err := c.Set(top+"/k", []byte(fmt.Sprint(n)), -1)
+				if err == nil {
+					break
+				}
+				if !errors.Is(err, zk.ErrConnectionClosed) && !errors.Is(err, zk.ErrSessionMoved) {
+					werr <- err
+					return
+				}
+			}
+			acked.Store(n)
+		}
+	}()
+
+	reached := make(chan struct{})
+	release := make(chan struct{})
+	coord := cl.Server(2).Router()
+	coord.SetTxnHook(func(s string) {
+		if s == step {
+			close(reached)
+			<-release
+		}
+	})
+	moveErr := make(chan error, 1)
+	go func() {
+		_, err := coord.Move(ctx, top, to)
+		moveErr <- err
+	}()
+	select {
+	case <-reached:
+	case err := <-moveErr:
+		t.Fatalf("move ended before step %s: %v", step, err)
+	case <-time.After(20 * time.Second):
+		t.Fatalf("move did not reach step %s", step)
+	}
+	cl.Stop(2)
+	close(release)
+	if err := <-moveErr; err == nil {
+		t.Fatal("the move succeeded on a stopped coordinator")
+	}
+	before := acked.Load()
+	stopped := time.Now()
+	deadline := stopped.Add(router.MoveDeadline + 10*time.Second)
+	for acked.Load() < before+20 {
+		select {
+		case err := <-werr:
+			t.Fatalf("writer: %v", err)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("writes to the subtree did not resume after recovery (%d acknowledged)", acked.Load())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Logf("writes to the subtree resumed %v after the coordinator stopped", time.Since(stopped).Round(10*time.Millisecond))
+	stop.Store(true)
+	if err := <-werr; err != nil {
+		t.Fatalf("writer: %v", err)
+	}
+	want := from
+	if step == "anchor-committed" {
+		want = to
+	}
+	for i := 0; i < 2; i++ {
+		r := cl.Server(i).Router()
+		for _, sh := range r.Shards() {
+			if _, ok := sh.View().Prepared(); ok {
+				t.Fatalf("server %d: shard %d still holds a prepared transaction", i, sh.ID)
+			}
+		}
+	}
+	cl.Restart(2)
+	for i := 0; i < 3; i++ {
+		cc := zktest.Connect(t, ctx, cl.Addrs()[i])
+		if _, err := cc.Sync(top + "/k"); err != nil {
+			t.Fatal(err)
+		}
+		data, _, err := cc.Get(top + "/k")
+		if err != nil || string(data) != fmt.Sprint(acked.Load()) {
+			t.Fatalf("server %d: %s/k = %q (%v), last acknowledged %d", i, top, data, err, acked.Load())
+		}
+		if got := cl.Server(i).Router().Lookup(top + "/k").ID; got != want {
+			t.Fatalf("server %d routes %s to shard %d, want %d", i, top, got, want)
+		}
+	}
+}
