@@ -113,8 +113,9 @@ func checkNodes(t *testing.T, c *zk.Conn, want map[string]string) {
 }
 
 // TestAddAndRemoveServerOnline: a fourth server added as a voter online (POST /members/add on a
-// member, the new server started with corral.join=true) becomes a voter of every shard and serves
-// every znode written before and after it joined; adding it again changes nothing. Removing an
+// member, the new server started with corral.join=true) becomes a voter of every shard, serves
+// every znode written before and after it joined, and is handed a shard leadership by the
+// balancer; adding it again changes nothing. Removing an
 // original server that leads shards (POST /members/remove on the new server) leaves every shard
 // with a leader among the others, the removed server stops serving clients and reports Removed,
 // writes go on during and after the removal, and every acknowledged write is there.
@@ -142,7 +143,20 @@ func TestAddAndRemoveServerOnline(t *testing.T) {
 		}
 	}
 
-	// The victim: the original server leading the most shards (the balancer spread them).
+	// The balancer hands the new server a leadership, although no original server's zoo.cfg
+	// names it (4 groups over 3 servers: one leads two, the new one none).
+	deadline := time.Now().Add(25 * time.Second)
+	for leadsOne := false; !leadsOne; {
+		for id := uint64(1); id <= shards+1; id++ {
+			leadsOne = leadsOne || cl.Leader(id) == j
+		}
+		if !leadsOne && time.Now().After(deadline) {
+			t.Fatal("the server added online was never handed a shard leadership")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+
+	// The victim: the original server leading the most shards.
 	victim, most := -1, 0
 	for i := 0; i < 3; i++ {
 		n := 0
@@ -202,7 +216,7 @@ func TestAddAndRemoveServerOnline(t *testing.T) {
 		t.Fatal("the removed server still accepts clients")
 	}
 	afterRemoval := ackedNow()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline = time.Now().Add(10 * time.Second)
 	for ackedNow() < afterRemoval+50 {
 		if time.Now().After(deadline) {
 			t.Fatalf("writes stalled after the removal: %d acknowledged before, %d now", afterRemoval, ackedNow())
