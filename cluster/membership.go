@@ -110,7 +110,7 @@ type memberChangeFunc func(ctx context.Context, ccid uint64) error
 type memberDecision func(m *dragonboat.Membership) (result, detail string, change memberChangeFunc, err error)
 
 // changeShard reads the shard's membership, decides, and makes the change, again and again until
-// the decision needs no change or ctx ends. Reading first makes every request idempotent: a
+// a change succeeds, the decision needs none (or refuses), or ctx ends. Reading first makes every request idempotent: a
 // request that timed out after it was applied, was rejected because another change came first,
 // or was lost with a leader, is simply looked at again.
 func (s *Server) changeShard(ctx context.Context, shardID uint64, decide memberDecision) MemberChange {
