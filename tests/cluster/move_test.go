@@ -14,9 +14,11 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/corral/corral/client"
 	"github.com/corral/corral/internal/testcluster"
 	"github.com/corral/corral/internal/zktest"
 	"github.com/corral/corral/router"
+	"github.com/corral/corral/wire"
 )
 
 // TestOnlineMove: a subtree moves to another shard, and back to the root shard, while clients
@@ -275,6 +277,9 @@ func TestOnlineMove(t *testing.T) {
 	} else if _, ok := v.Get(fresh + "/a"); !ok {
 		t.Fatalf("%s/a is not on shard %d", fresh, to)
 	}
+	if _, err := w.Sync(fresh + "/a"); err != nil { // w is another session on another server
+		t.Fatal(err)
+	}
 	if data, _, err := w.Get(fresh + "/a"); err != nil || string(data) != "a" {
 		t.Fatalf("read %s/a from another server: %q %v", fresh, data, err)
 	}
@@ -403,5 +408,101 @@ func testMoveCoordinatorDies(t *testing.T, step string) {
 		if got := cl.Server(i).Router().Lookup(top + "/k").ID; got != want {
 			t.Fatalf("server %d routes %s to shard %d, want %d", i, top, got, want)
 		}
+	}
+}
+
+// TestMoveKeepsFIFO: one session pipelines writes alternately into a subtree that moves and into
+// another subtree that stays on the source shard. Its replies' zxids must grow in request
+// order: a write into the moving subtree that the source sends back and the destination
+// applies must not be overtaken by a later write the source applies (which is what the
+// source's fence prevents: it sends back every write issued before the move for a while).
+func TestMoveKeepsFIFO(t *testing.T) {
+	ids := []uint64{2, 3, 4, 5}
+	var moving, staying string
+	for _, a := range []string{"app", "web", "db", "q", "r", "s", "t", "u"} {
+		from := router.TopLevelShard(a, ids)
+		if from == ids[0] {
+			continue
+		}
+		for _, b := range []string{"kv", "cfg", "meta", "locks", "queue", "x1", "x2", "x3"} {
+			if router.TopLevelShard(b, ids) == from {
+				moving, staying = "/"+a, "/"+b
+			}
+		}
+		if moving != "" {
+			break
+		}
+	}
+	if moving == "" {
+		t.Fatal("no two names on one shard")
+	}
+	cl := testcluster.Start(t, testcluster.Options{Servers: 3, Shards: 4})
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	c, err := client.Dial(ctx, []string{cl.Addrs()[0]}, client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	for _, p := range []string{moving, moving + "/x", staying, staying + "/y"} {
+		if _, _, err := c.Create(ctx, p, nil, 0, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var mu sync.Mutex
+	var last int64
+	var failure error
+	var done atomic.Int64
+	window := make(chan struct{}, 64)
+	var stop atomic.Bool
+	writerDone := make(chan struct{})
+	go func() {
+		defer close(writerDone)
+		for i := 0; !stop.Load(); i++ {
+			path := moving + "/x"
+			if i%2 == 1 {
+				path = staying + "/y"
+			}
+			window <- struct{}{}
+			c.SetDataAsync(path, []byte(fmt.Sprint(i)), -1, func(st wire.Stat, err error) {
+				<-window
+				mu.Lock()
+				defer mu.Unlock()
+				switch {
+				case failure != nil:
+				case err != nil:
+					failure = fmt.Errorf("write %d to %s: %w", i, path, err)
+				case st.Mzxid <= last:
+					failure = fmt.Errorf("write %d to %s got zxid 0x%x, not above the previous write's 0x%x", i, path, st.Mzxid, last)
+				default:
+					last = st.Mzxid
+				}
+				done.Add(1)
+			})
+		}
+		for i := 0; i < cap(window); i++ {
+			window <- struct{}{}
+		}
+	}()
+	time.Sleep(300 * time.Millisecond)
+	res, err := cl.Server(1).Router().Move(ctx, moving, ids[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond)
+	stop.Store(true)
+	<-writerDone
+	var rerouted int64
+	for i := 0; i < 3; i++ {
+		rerouted += cl.Server(i).ReroutedWrites()
+	}
+	t.Logf("moved %s from %d to %d; %d pipelined writes, %d sent back and proposed again", moving, res.From, res.To, done.Load(), rerouted)
+	mu.Lock()
+	defer mu.Unlock()
+	if failure != nil {
+		t.Fatal(failure)
+	}
+	if rerouted < 2 {
+		t.Fatal("the pipeline did not run into the move: the test exercised nothing")
 	}
 }
