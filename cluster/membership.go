@@ -24,7 +24,7 @@ import (
 // through the admin endpoints below, which apply one change to the meta shard and to every data
 // shard, each on its own: the Raft groups are independent, so there is no atomic ensemble-wide
 // change, and a change interrupted halfway is finished by asking again (every step is
-// idempotent). docs/membership-notes.md has the design, docs/operations.md the procedure.
+// idempotent). docs/design.md §10 has the design, docs/operations.md the procedure.
 
 // membershipInterval is how often a server adds the observers of its zoo.cfg to the shards it
 // leads and checks whether it was itself removed (membershipOnce).
