@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/corral/corral/client"
@@ -73,6 +74,13 @@ func checkExecutable(p string) (string, error) {
 // their logs end cleanly); otherwise with SIGKILL, as the data is thrown away.
 func (t corralTarget) options(s Shape) corralproc.Options {
 	cfg := baseConfig()
+	// CORRAL_BENCH_CONFIG=key=value[,key=value...] adds zoo.cfg keys to every Corral server
+	// (experiments with Corral's own settings, e.g. corral.logdb=shared).
+	for _, kv := range strings.Split(os.Getenv("CORRAL_BENCH_CONFIG"), ",") {
+		if k, v, ok := strings.Cut(strings.TrimSpace(kv), "="); ok {
+			cfg[k] = v
+		}
+	}
 	if s.ApplyDelay > 0 {
 		cfg["corral.testing.applyDelay"] = s.ApplyDelay.String()
 	}
