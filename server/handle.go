@@ -536,6 +536,12 @@ func (c *conn) handleWrite(h wire.RequestHeader, frame []byte) bool {
 		c.complete(sl, c.frame(h.Xid, wire.ErrSystemError, 0, nil))
 		return true
 	}
+	if v := sh.View(); v != nil && v.MovedOutSince(time.Now().UnixMilli()-shard.FenceMs) && !c.waitIdle() {
+		// The shard moved a subtree away lately: an earlier write of this connection may still
+		// be sent back and proposed again elsewhere, and this one must not overtake it (its
+		// MinZxid may already pass the shard's fence). No pipelining to this shard for a while.
+		return false
+	}
 	if !c.writeBarrier(sh.ID) {
 		return false
 	}

@@ -190,6 +190,23 @@ func (s *State) setRoute(path string, r route) {
 	}
 }
 
+// MovedOutSince reports whether the view's shard moved a subtree away with a commit zxid whose
+// clock time (ms) is at least since.
+func (v *View) MovedOutSince(since int64) bool {
+	if v.routes == nil {
+		return false
+	}
+	for _, r := range v.routes.byPath {
+		if r.to != 0 && r.time >= since {
+			return true
+		}
+	}
+	return false
+}
+
+// FenceMs is how long after a move its source sends back writes issued before it (fenceMs).
+const FenceMs = fenceMs
+
 // Routes returns the view's routes in path order.
 func (v *View) Routes() []Route {
 	if v.routes == nil {
