@@ -266,18 +266,6 @@ func (s *Server) closeOnShards(ctx context.Context, id int64) error {
 	return first
 }
 
-// catchUp makes this replica apply everything its shard had committed when it was called: one
-// ReadIndex that may wait as long as ctx allows, asked again only after a leader change. A
-// replica far behind (a restart under write load) needs longer than one of Sync's short
-// attempts to apply the backlog, and every new attempt took a newer index: a restarting server
-// once chased the root shard's log for over a minute (failover benchmark).
-func (s *Server) catchUp(ctx context.Context, shardID uint64) error {
-	return s.retryAttemptsOf(ctx, shardID, 0, func(actx context.Context) error {
-		_, err := s.nh.SyncRead(actx, shardID, nil)
-		return err
-	})
-}
-
 // Sync makes this replica of shardID catch up with its leader (ReadIndex). An attempt that gets
 // no answer (its leader just died) is retried after metaAttempt.
 func (s *Server) Sync(ctx context.Context, shardID uint64) error {
@@ -309,22 +297,13 @@ func (m metaRaft) Propose(ctx context.Context, cmd []byte) (uint64, error) {
 // a permanent error, or ctx (default 10 s) ends. An attempt also ends early when the shard's
 // leader changes: a request forwarded to the old leader may have been lost with it.
 func (s *Server) retryAttempts(ctx context.Context, shardID uint64, f func(context.Context) error) error {
-	return s.retryAttemptsOf(ctx, shardID, metaAttempt, f)
-}
-
-// retryAttemptsOf is retryAttempts with attempts of the given length (0: as long as ctx allows,
-// ended only by a leader change).
-func (s *Server) retryAttemptsOf(ctx context.Context, shardID uint64, attempt time.Duration, f func(context.Context) error) error {
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, 10*time.Second)
 		defer cancel()
 	}
 	for {
-		actx, cancel := context.WithCancel(ctx)
-		if attempt > 0 {
-			actx, cancel = context.WithTimeout(ctx, attempt)
-		}
+		actx, cancel := context.WithTimeout(ctx, metaAttempt)
 		changed := s.leaders.changed(shardID)
 		go func() {
 			select {
@@ -405,7 +384,7 @@ func (s *Server) waitReady(ctx context.Context) error {
 					defer wg.Done()
 					cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 					t0 := time.Now()
-					err := s.catchUp(cctx, id)
+					err := s.Sync(cctx, id)
 					cancel()
 					mu.Lock()
 					defer mu.Unlock()
