@@ -341,15 +341,19 @@ func TestMemoryGivenBack(t *testing.T) {
 		t.Errorf("reverse index not reallocated: peak %d len %d", peak, left)
 	}
 	var chunks, buckets int
+	keepStripe := int(h.hash("/keep") & stripeMask)
 	for i := range h.stripes {
-		chunks += len(h.stripes[i].chunks)
+		if i != keepStripe {
+			chunks += len(h.stripes[i].chunks)
+		}
 		buckets += len(h.stripes[i].index.buckets)
 	}
 	// An emptied stripe keeps one chunk and the smallest index, so that a path watched and fired
-	// over and over does not allocate each time; the stripe of /keep keeps its three chunks (a
-	// non-empty stripe does not shrink its slab) but shrinks its index.
-	if chunks > nStripes+2 || buckets > nStripes*minBuckets {
-		t.Errorf("%d chunks and %d index buckets kept for one path", chunks, buckets)
+	// over and over does not allocate each time; the stripe of /keep keeps its chunks (a
+	// non-empty stripe does not shrink its slab; how many it had depends on the hash seed) but
+	// shrinks its index.
+	if chunks > nStripes-1 || buckets > nStripes*minBuckets {
+		t.Errorf("%d chunks in the emptied stripes and %d index buckets kept for one path", chunks, buckets)
 	}
 	checkInvariants(t, h)
 }
