@@ -96,76 +96,12 @@ func (s *State) movedFence(op *Op, time int64) (int64, bool) {
 	}
 	var z int64
 	moved := false
-	opPaths(op, func(path string) {
+	opWrites(op, func(path string, _ bool) {
 		if _, r, ok := s.routes.covering(path); ok && r.to != 0 && !moved {
 			z, moved = r.zxid, true
 		}
 	})
 	return z, moved
-}
-
-// opPaths calls f with the node path of each write in op (decoded as applyOp decodes it; a body
-// that does not decode names nothing).
-func opPaths(op *Op, f func(string)) {
-	d := wire.NewDecoder(op.Body)
-	switch op.Code {
-	case wire.OpCreate, wire.OpCreate2, wire.OpCreateContainer:
-		var r wire.CreateRequest
-		if r.Decode(d) == nil {
-			f(r.Path)
-		}
-	case wire.OpCreateTTL:
-		var r wire.CreateTTLRequest
-		if r.Decode(d) == nil {
-			f(r.Path)
-		}
-	case wire.OpDelete, wire.OpDeleteContainer:
-		var r wire.DeleteRequest
-		if r.Decode(d) == nil {
-			f(r.Path)
-		}
-	case wire.OpSetData:
-		var r wire.SetDataRequest
-		if r.Decode(d) == nil {
-			f(r.Path)
-		}
-	case wire.OpSetACL:
-		var r wire.SetACLRequest
-		if r.Decode(d) == nil {
-			f(r.Path)
-		}
-	case wire.OpCheck:
-		var r wire.CheckVersionRequest
-		if r.Decode(d) == nil {
-			f(r.Path)
-		}
-	case wire.OpMulti:
-		var r wire.MultiRequest
-		if r.Decode(d) == nil {
-			for i := range r.Ops {
-				if p := multiOpPath(&r.Ops[i]); p != "" {
-					f(p)
-				}
-			}
-		}
-	}
-}
-
-// multiOpPath returns the path of one op of a multi ("" for none).
-func multiOpPath(op *wire.MultiOp) string {
-	switch {
-	case op.Create != nil:
-		return op.Create.Path
-	case op.CreateTTL != nil:
-		return op.CreateTTL.Path
-	case op.Delete != nil:
-		return op.Delete.Path
-	case op.SetData != nil:
-		return op.SetData.Path
-	case op.Check != nil:
-		return op.Check.Path
-	}
-	return ""
 }
 
 // movedAway reports whether path lies in a subtree that moved away from this shard.

@@ -102,86 +102,105 @@ func touchKeys(path string, withParent bool, f func(string)) {
 	}
 }
 
-// multiOpKeys calls f with the keys one op of a multi touches. Read ops touch nothing (a multi
-// holding one fails as a whole anyway).
-func multiOpKeys(op *wire.MultiOp, f func(string)) {
+// multiOpTarget returns the path one op of a multi writes and whether the op changes its parent
+// too (create, delete); ok is false for an op that writes nothing (a read op: a multi holding one
+// fails as a whole anyway).
+func multiOpTarget(op *wire.MultiOp) (path string, withParent, ok bool) {
 	switch op.Op {
 	case wire.OpCreate, wire.OpCreate2, wire.OpCreateContainer:
 		if op.Create != nil {
-			touchKeys(op.Create.Path, true, f)
+			return op.Create.Path, true, true
 		}
 	case wire.OpCreateTTL:
 		if op.CreateTTL != nil {
-			touchKeys(op.CreateTTL.Path, true, f)
+			return op.CreateTTL.Path, true, true
 		}
 	case wire.OpDelete:
 		if op.Delete != nil {
-			touchKeys(op.Delete.Path, true, f)
+			return op.Delete.Path, true, true
 		}
 	case wire.OpSetData:
 		if op.SetData != nil {
-			touchKeys(op.SetData.Path, false, f)
+			return op.SetData.Path, false, true
 		}
 	case wire.OpCheck:
 		if op.Check != nil {
-			touchKeys(op.Check.Path, false, f)
+			return op.Check.Path, false, true
 		}
+	}
+	return "", false, false
+}
+
+// multiOpKeys calls f with the keys one op of a multi touches.
+func multiOpKeys(op *wire.MultiOp, f func(string)) {
+	if path, withParent, ok := multiOpTarget(op); ok {
+		touchKeys(path, withParent, f)
 	}
 }
 
-// conflicts reports whether op, applied now, could touch a key in locks. It decodes the body
-// exactly as applyOp does: a body that does not decode fails with MARSHALLINGERROR and touches
-// nothing. closeSession deletes an unknown set of nodes and always conflicts. Opcodes that are
-// not writes (UNIMPLEMENTED) and transaction ops touch nothing.
-func conflicts(op *Op, p *preparedTxn) bool {
-	hit := false
-	f := func(k string) {
-		if p.locked(k) {
-			hit = true
-		}
-	}
+// opWrites calls f with each path a client or internal write op writes, and whether it
+// changes the path's parent too (create, delete, deleteContainer), decoding the body exactly as
+// applyOp does: a body that does not decode fails with MARSHALLINGERROR and writes nothing;
+// opcodes that are not writes, closeSession and transaction ops name no path.
+func opWrites(op *Op, f func(path string, withParent bool)) {
 	d := wire.NewDecoder(op.Body)
 	switch op.Code {
 	case wire.OpCreate, wire.OpCreate2, wire.OpCreateContainer:
 		var r wire.CreateRequest
 		if r.Decode(d) == nil {
-			touchKeys(r.Path, true, f)
+			f(r.Path, true)
 		}
 	case wire.OpCreateTTL:
 		var r wire.CreateTTLRequest
 		if r.Decode(d) == nil {
-			touchKeys(r.Path, true, f)
+			f(r.Path, true)
 		}
 	case wire.OpDelete, wire.OpDeleteContainer:
 		var r wire.DeleteRequest
 		if r.Decode(d) == nil {
-			touchKeys(r.Path, true, f)
+			f(r.Path, true)
 		}
 	case wire.OpSetData:
 		var r wire.SetDataRequest
 		if r.Decode(d) == nil {
-			touchKeys(r.Path, false, f)
+			f(r.Path, false)
 		}
 	case wire.OpSetACL:
 		var r wire.SetACLRequest
 		if r.Decode(d) == nil {
-			touchKeys(r.Path, false, f)
+			f(r.Path, false)
 		}
 	case wire.OpCheck:
 		var r wire.CheckVersionRequest
 		if r.Decode(d) == nil {
-			touchKeys(r.Path, false, f)
+			f(r.Path, false)
 		}
 	case wire.OpMulti:
 		var r wire.MultiRequest
 		if r.Decode(d) == nil {
 			for i := range r.Ops {
-				multiOpKeys(&r.Ops[i], f)
+				if path, withParent, ok := multiOpTarget(&r.Ops[i]); ok {
+					f(path, withParent)
+				}
 			}
 		}
-	case wire.OpCloseSession:
+	}
+}
+
+// conflicts reports whether op, applied now, could touch a key the prepared transaction p
+// locked (opWrites). closeSession deletes an unknown set of nodes and always conflicts.
+func conflicts(op *Op, p *preparedTxn) bool {
+	if op.Code == wire.OpCloseSession {
 		return true
 	}
+	hit := false
+	opWrites(op, func(path string, withParent bool) {
+		touchKeys(path, withParent, func(k string) {
+			if p.locked(k) {
+				hit = true
+			}
+		})
+	})
 	return hit
 }
 
@@ -403,7 +422,7 @@ func (s *State) evalTxn(p *preparedTxn, zxid, time int64) ([]wire.MultiResult, i
 		if role == RoleNone {
 			continue
 		}
-		if role != RoleParent && s.movedAway(multiOpPath(op)) {
+		if path, _, ok := multiOpTarget(op); ok && role != RoleParent && s.movedAway(path) {
 			// The op's subtree moved away: the coordinator plans the transaction again.
 			return nil, int32(i), ErrMoved
 		}
