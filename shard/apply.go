@@ -35,7 +35,7 @@ func (s *State) Apply(b *Batch) (BatchResult, []Event) {
 		results := make([]OpResult, len(b.Ops))
 		for i := range b.Ops {
 			op := &b.Ops[i]
-			if b.Control || isTxnOp(op.Code) {
+			if b.Control || isControlOp(op.Code) {
 				results[i] = s.applyControlOp(b, op, &events)
 				continue
 			}

@@ -23,6 +23,9 @@
 //   - A transaction coordinator (the router) proposes OpTxnPrepare, OpTxnCommit, OpTxnAbort and
 //     OpTxnResolve through each participant's control proposer (Batch.Control), and its recovery
 //     loop resolves transactions a view reports prepared past their deadline (View.Prepared).
+//   - The cluster adds a data shard online by proposing OpAddShard to the root shard's control
+//     proposer; every server learns the root shard's list of added shards from its views
+//     (View.AddedShards) and starts the new Raft groups (addshard.go, docs/design.md §12).
 //
 // # Determinism contract
 //
@@ -190,6 +193,8 @@
 //	"t" + session           closed-session tombstone (close time)
 //	"mx"                    the prepared transaction, absent when there is none
 //	"d" + txn id            decision of a transaction (committed and zxid, record time)
+//	"mg"                    the routes of subtrees moved in or out
+//	"ms"                    root shard: the data shards added online (AddedShard records)
 //
 // Each Update writes its changes, "ma" and "mz" in one NoSync pebble batch: the Raft log is the
 // durability point; the store has no WAL of its own, and dragonboat calls Sync (a memtable

@@ -34,7 +34,8 @@ type State struct {
 	tombstones tombstones
 	prepared   *preparedTxn // nil, or the one transaction held prepared
 	decisions  decisions
-	routes     *routes // subtrees moved in or out (nil: none)
+	routes     *routes      // subtrees moved in or out (nil: none)
+	added      []AddedShard // root shard: data shards added online (addshard.go); copy on write
 
 	// scratch reused by Apply
 	tx  txn
@@ -68,7 +69,7 @@ func (s *State) Config() StateConfig { return s.cfg }
 // View returns an immutable snapshot of the current state for lock-free reads. It costs three
 // O(1) btree clones; the live tree then copies shared btree nodes on its next writes.
 func (s *State) View(shardID uint64) *View {
-	v := &View{shardID: shardID, zxid: s.lastZxid, tree: s.tree.clone(), routes: s.routes}
+	v := &View{shardID: shardID, zxid: s.lastZxid, tree: s.tree.clone(), routes: s.routes, added: s.added}
 	if s.prepared != nil {
 		v.prepared = s.prepared.info()
 	}
@@ -85,6 +86,7 @@ type dirtySet struct {
 	prepared   bool                // the prepared transaction was set or cleared
 	decisions  map[uint64]struct{} // transaction decisions recorded or expired
 	routes     bool                // the routes changed
+	added      bool                // the list of added shards changed
 }
 
 type resultKey struct {
@@ -101,9 +103,10 @@ func (d *dirtySet) reset() {
 	d.prepared = false
 	d.decisions = make(map[uint64]struct{})
 	d.routes = false
+	d.added = false
 }
 
 func (d *dirtySet) empty() bool {
 	return len(d.nodes) == 0 && len(d.proposers) == 0 && len(d.results) == 0 && len(d.dropped) == 0 &&
-		len(d.tombstones) == 0 && !d.prepared && len(d.decisions) == 0 && !d.routes
+		len(d.tombstones) == 0 && !d.prepared && len(d.decisions) == 0 && !d.routes && !d.added
 }

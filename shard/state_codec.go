@@ -114,7 +114,7 @@ func decodeResults(val []byte) ([]OpResult, error) {
 
 // AppendCanonical appends a canonical encoding of the whole state: the config, the last zxid,
 // every node in key order, the proposer table (with cached results) by proposer id, the
-// tombstones by session, the prepared transaction and the transaction decisions by id. Two states are equal iff their encodings are; replicas that applied the
+// tombstones by session, the routes, the prepared transaction, the transaction decisions by id and the data shards added online. Two states are equal iff their encodings are; replicas that applied the
 // same batches produce identical bytes.
 func (s *State) AppendCanonical(dst []byte) []byte {
 	dst = append(dst, s.cfg.Tag)
@@ -154,5 +154,6 @@ func (s *State) AppendCanonical(dst []byte) []byte {
 		dst = binary.AppendVarint(dst, s.tombstones.bySession[id])
 	}
 	dst = appendRoutes(dst, s.routes)
-	return s.appendTxnCanonical(dst)
+	dst = s.appendTxnCanonical(dst)
+	return appendAddedList(dst, s.added)
 }

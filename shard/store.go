@@ -21,6 +21,7 @@ import (
 //	"mx"                          the prepared transaction (appendPrepared); absent when none
 //	"d" + txn id (8 BE)           decision of a transaction (appendDecision)
 //	"mg"                          the routes of moved subtrees (appendRoutes); absent when none
+//	"ms"                          root shard: the data shards added online (appendAddedList); absent when none
 //
 // Every Update writes the nodes it changed, the proposer table changes, the tombstones, the
 // transaction state, "ma" and "mz" in one pebble batch, so the applied index is always persisted atomically with the
@@ -31,6 +32,7 @@ var (
 	keyZxid    = []byte("mz")
 	keyTxn     = []byte("mx")
 	keyRoutes  = []byte("mg")
+	keyAdded   = []byte("ms")
 )
 
 const (
@@ -185,6 +187,9 @@ func writeChanges(b *pebble.Batch, s *State, applied uint64) {
 	if s.dirty.routes {
 		_ = b.Set(keyRoutes, appendRoutes(nil, s.routes), nil)
 	}
+	if s.dirty.added {
+		_ = b.Set(keyAdded, appendAddedList(nil, s.added), nil)
+	}
 	for id := range s.dirty.decisions {
 		if d, ok := s.decisions.byID[id]; ok {
 			_ = b.Set(decisionKeyBytes(id), appendDecision(nil, d), nil)
@@ -241,6 +246,13 @@ func loadState(db *pebble.DB, cfg StateConfig) (s *State, applied uint64, found 
 		return nil, 0, false, err
 	} else if ok {
 		if s.routes, err = decodeRoutes(rv); err != nil {
+			return nil, 0, false, err
+		}
+	}
+	if av, ok, err := getValue(db, keyAdded); err != nil {
+		return nil, 0, false, err
+	} else if ok {
+		if s.added, err = decodeAddedList(av); err != nil {
 			return nil, 0, false, err
 		}
 	}

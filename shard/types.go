@@ -28,9 +28,9 @@ type Batch struct {
 	Proposer uint64 // random id of the proposing server incarnation
 	Seq      uint64 // 1, 2, 3, ... per proposer and shard
 	Time     int64  // proposer's wall clock in Unix milliseconds: ctime/mtime and TTL decisions use it
-	// Control marks a batch of a coordinator's control proposer: it holds only transaction ops
-	// (OpTxnPrepare, OpTxnCommit, OpTxnAbort, OpTxnResolve) and is applied even while the shard
-	// holds a prepared transaction. Client and internal ops in a control batch, and transaction
+	// Control marks a batch of a coordinator's control proposer: it holds only control ops
+	// (OpTxnPrepare, OpTxnCommit, OpTxnAbort, OpTxnResolve, and OpAddShard on the root shard)
+	// and is applied even while the shard holds a prepared transaction. Client and internal ops in a control batch, and transaction
 	// ops in any other batch, fail with UNIMPLEMENTED without consuming a zxid.
 	Control bool
 	Ops     []Op

@@ -15,6 +15,7 @@ type View struct {
 	tree     tree
 	prepared *PreparedInfo // nil: no transaction prepared
 	routes   *routes       // shared with the state that published it
+	added    []AddedShard  // shared with the state that published it
 }
 
 // PreparedInfo describes the cross-shard transaction a shard holds prepared.

@@ -25,6 +25,10 @@ const (
 // isTxnOp reports whether code is one of the transaction ops.
 func isTxnOp(code wire.OpCode) bool { return code >= OpTxnPrepare && code <= OpTxnResolve }
 
+// isControlOp reports whether code belongs in control batches only: a transaction op or
+// OpAddShard. Such an op consumes no zxid and touches no znode.
+func isControlOp(code wire.OpCode) bool { return isTxnOp(code) || code == OpAddShard }
+
 // TxnRole is what one op of a transaction's multi means to one participant.
 type TxnRole uint8
 

@@ -215,7 +215,7 @@ func (s *State) blockedByPrepared(b *Batch) bool {
 	last := s.lastZxid
 	for i := range b.Ops {
 		op := &b.Ops[i]
-		if isTxnOp(op.Code) {
+		if isControlOp(op.Code) {
 			continue
 		}
 		last = nextZxid(last, s.cfg.Tag, b.Time, op.MinZxid)
@@ -306,17 +306,24 @@ func (s *State) expireDecisions(now int64) {
 }
 
 // applyControlOp applies one op of an admitted batch that is a control batch or holds a
-// transaction op. Transaction ops belong in control batches only and client ops never do: a
-// mismatch is UNIMPLEMENTED. Transaction ops consume no zxid; a commit that applies its
-// transaction uses the transaction's zxid and reports it. A body that does not decode is
-// MARSHALLINGERROR; any other outcome is ErrOK with the encoded TxnReply as body.
+// control op (a transaction op or OpAddShard). Control ops belong in control batches only and
+// client ops never do: a mismatch is UNIMPLEMENTED. Control ops consume no zxid; a commit that
+// applies its transaction uses the transaction's zxid and reports it. A body that does not
+// decode is MARSHALLINGERROR; any other outcome is ErrOK with the encoded TxnReply (or
+// AddShardReply) as body.
 func (s *State) applyControlOp(b *Batch, op *Op, events *[]Event) OpResult {
-	if !b.Control || !isTxnOp(op.Code) {
+	if !b.Control || !isControlOp(op.Code) {
 		return OpResult{Err: wire.ErrUnimplemented}
 	}
 	var rep TxnReply
 	var zxid int64
 	switch op.Code {
+	case OpAddShard:
+		a, err := s.applyAddShard(op.Body)
+		if err != nil {
+			return OpResult{Err: wire.ErrMarshallingError}
+		}
+		return OpResult{Body: a.AppendTo(nil)}
 	case OpTxnPrepare:
 		body := bytes.Clone(op.Body)
 		p, err := DecodeTxnPrepare(body)
