@@ -78,8 +78,10 @@ func bootstrap(nh *dragonboat.NodeHost, cfg *Config, shardID uint64) (map[uint64
 	return members, false
 }
 
-// allShards returns the meta shard's id followed by the data shards'.
-func (s *Server) allShards() []uint64 { return append([]uint64{MetaShardID}, shardIDs(s.router)...) }
+// allShards returns the meta shard's id followed by the ids of the data shards this server runs
+// a replica of: those of the first start and those added online whose replica it started
+// (addshard.go), so membership changes, the balancer and the removal check see added shards.
+func (s *Server) allShards() []uint64 { return append([]uint64{MetaShardID}, s.runningShards()...) }
 
 // MemberChange is what one membership request did to one shard.
 type MemberChange struct {
@@ -320,11 +322,7 @@ func (s *Server) MembersText(ctx context.Context) (string, error) {
 // idList formats a membership map as "1@host:port,2@host:port" (ids alone when there is no
 // address), in id order.
 func idList(m map[uint64]string) string {
-	ids := make([]uint64, 0, len(m))
-	for id := range m {
-		ids = append(ids, id)
-	}
-	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+	ids := sortedKeys(m)
 	parts := make([]string, len(ids))
 	for i, id := range ids {
 		parts[i] = strconv.FormatUint(id, 10)
@@ -411,47 +409,71 @@ func (s *Server) membershipOnce() {
 }
 
 // addConfiguredObservers adds the observers of zoo.cfg as non-voting replicas of the shards this
-// server leads. Every participant runs it, so whichever leads a shard adds them; a pair
-// (shard, observer) is looked at until it is settled: a non-voting member, a voter (promoted
-// online) or removed online (never added back).
+// server leads, and the observers recorded with a data shard added online (the root shard's
+// non-voting replicas when it was added) to that shard. Every participant runs it, so whichever
+// leads a shard adds them; a pair (shard, observer) is looked at until it is settled: a
+// non-voting member, a voter (promoted online) or removed online (never added back).
 func (s *Server) addConfiguredObservers() {
-	st := &s.members
 	for _, p := range s.cfg.AllPeers() {
 		if !p.Observer || p.ID == s.cfg.MyID {
 			continue
 		}
 		for _, shardID := range s.allShards() {
-			key := [2]uint64{shardID, p.ID}
-			if st.settled[key] || !s.leads(shardID) {
-				continue
-			}
-			ctx, cancel := context.WithTimeout(s.ctx, memberAttempt)
-			c := s.changeShard(ctx, shardID, func(m *dragonboat.Membership) (string, string, memberChangeFunc, error) {
-				_, voter := m.Nodes[p.ID]
-				_, removed := m.Removed[p.ID]
-				if voter || removed {
-					return "unchanged", "", nil, nil
-				}
-				return s.decideAdd(shardID, p.ID, p.RaftAddress(), true)(m)
-			})
-			cancel()
-			if st.settled == nil {
-				st.settled = map[[2]uint64]bool{}
-			}
-			switch {
-			case c.Err == nil:
-				st.settled[key] = true
-				if c.Result == "added" {
-					s.log.Info("added an observer of zoo.cfg as a non-voting replica", "shard", shardID, "observer", p.ID)
-				}
-			case errors.Is(c.Err, errRefused):
-				st.settled[key] = true
-				s.log.Warn("cannot add an observer of zoo.cfg", "shard", shardID, "observer", p.ID, "err", c.Err)
-			default:
-				s.log.Debug("adding an observer of zoo.cfg failed; retrying", "shard", shardID, "observer", p.ID, "err", c.Err)
+			s.settleObserver(shardID, p.ID, p.RaftAddress(), "zoo.cfg")
+		}
+	}
+	for _, rec := range s.startedAdded() {
+		for _, id := range sortedKeys(rec.NonVoting) {
+			if id != s.cfg.MyID {
+				s.settleObserver(rec.ID, id, rec.NonVoting[id], "the shard's record")
 			}
 		}
 	}
+}
+
+// settleObserver adds observer id (Raft address addr, named by source) as a non-voting replica
+// of the shard if this server leads it and the pair is not settled yet.
+func (s *Server) settleObserver(shardID, id uint64, addr, source string) {
+	st := &s.members
+	key := [2]uint64{shardID, id}
+	if st.settled[key] || !s.leads(shardID) {
+		return
+	}
+	ctx, cancel := context.WithTimeout(s.ctx, memberAttempt)
+	c := s.changeShard(ctx, shardID, func(m *dragonboat.Membership) (string, string, memberChangeFunc, error) {
+		_, voter := m.Nodes[id]
+		_, removed := m.Removed[id]
+		if voter || removed {
+			return "unchanged", "", nil, nil
+		}
+		return s.decideAdd(shardID, id, addr, true)(m)
+	})
+	cancel()
+	if st.settled == nil {
+		st.settled = map[[2]uint64]bool{}
+	}
+	switch {
+	case c.Err == nil:
+		st.settled[key] = true
+		if c.Result == "added" {
+			s.log.Info("added an observer as a non-voting replica", "shard", shardID, "observer", id, "from", source)
+		}
+	case errors.Is(c.Err, errRefused):
+		st.settled[key] = true
+		s.log.Warn("cannot add an observer", "shard", shardID, "observer", id, "from", source, "err", c.Err)
+	default:
+		s.log.Debug("adding an observer failed; retrying", "shard", shardID, "observer", id, "from", source, "err", c.Err)
+	}
+}
+
+// sortedKeys returns the keys of a map by id, in order.
+func sortedKeys[V any](m map[uint64]V) []uint64 {
+	ids := make([]uint64, 0, len(m))
+	for id := range m {
+		ids = append(ids, id)
+	}
+	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+	return ids
 }
 
 // checkRemoved notices that this server was removed. Dragonboat stops a replica that applies its

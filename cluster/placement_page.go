@@ -25,7 +25,7 @@ func (s *Server) PlacementText() string {
 			fmt.Fprintf(&w, "shard=%d open=false\n", sh.ID)
 			continue
 		}
-		line := fmt.Sprintf("shard=%d tag=%d znodes=%d zxid=0x%x", sh.ID, sh.Tag, v.Len(), v.Zxid())
+		line := fmt.Sprintf("shard=%d tag=%d znodes=%d zxid=0x%x", sh.ID, sh.Tag(), v.Len(), v.Zxid())
 		if p, ok := v.Prepared(); ok {
 			line += fmt.Sprintf(" prepared_txn=%x anchor=%d deadline_ms=%d", p.ID, p.Anchor, p.Deadline)
 		}

@@ -73,6 +73,7 @@ type Server struct {
 	srvPtr  atomic.Pointer[server.Server]
 	balance balanceState // owned by balanceOnce (one goroutine, see every)
 	members memberState  // membership.go
+	added   addedState   // addshard.go
 	leaders leaderEpochs
 	ready   atomic.Bool
 	ctx     context.Context
@@ -143,6 +144,7 @@ func (s *Server) startRaft() error {
 		ids[i], tags[i] = DataShardID(i), uint8(i+1)
 	}
 	s.router = router.New(ids, tags, cfg.Placement, s.hub.Trigger)
+	s.router.SetShardHooks(s.shardHooks())
 	if len(cfg.Mounts) > 0 {
 		mounts := []router.Mount{{Path: "/", ShardID: ids[0]}}
 		for _, m := range cfg.Mounts {
@@ -172,6 +174,10 @@ func (s *Server) startRaft() error {
 			MaxInMemLogSize: 256 << 20, IsNonVoting: cfg.Observer()}
 	}
 
+	s.added.raftCfg, s.added.metrics = raftCfg, pm
+	s.wg.Add(1)
+	go s.runShardStarter() // before the root shard opens: it may list added shards
+
 	s.table = session.NewTable(func(c session.Change) {
 		if srv := s.srvPtr.Load(); srv != nil {
 			srv.SessionChanged(c.ID, c.Closing, c.Owner)
@@ -183,20 +189,10 @@ func (s *Server) startRaft() error {
 		return fmt.Errorf("cluster: starting meta shard: %w", err)
 	}
 	for i, id := range ids {
-		scfg := shard.Config{ShardID: id, Tag: tags[i], OwnsRoot: i == 0, Root: "/",
-			Dir: filepath.Join(base, "shards", fmt.Sprintf("%d", id)), ExtendedTypes: cfg.ExtendedTypes,
-			ApplyDelayPerOp: cfg.ApplyDelay(),
-			Listener:        s.router, Logger: s.log.With("shard", id)}
-		if i != 0 {
-			scfg.Root = ""
-		}
-		create := func(uint64, uint64) sm.IOnDiskStateMachine { return shard.NewMachine(scfg) }
-		// The proposer exists before the replica starts: the leader listener may call it.
-		sh := s.router.Shard(id)
-		sh.Proposer = router.NewProposer(id, s.proposeFunc(id), router.ProposerOptions{Log: s.log, Metrics: pm})
-		sh.Control = router.NewProposer(id, s.proposeFunc(id), router.ProposerOptions{Log: s.log, Metrics: pm, Control: true})
+		// The proposers exist before the replica starts: the leader listener may call them.
+		s.makeProposers(s.router.Shard(id))
 		initial, join := bootstrap(nh, &cfg, id)
-		if err := nh.StartOnDiskReplica(initial, join, create, raftCfg(id)); err != nil {
+		if err := s.startDataShard(id, tags[i], i == 0, initial, join); err != nil {
 			return fmt.Errorf("cluster: starting data shard %d: %w", id, err)
 		}
 	}
@@ -269,6 +265,9 @@ func (s *Server) closeOnShards(ctx context.Context, id int64) error {
 // Sync makes this replica of shardID catch up with its leader (ReadIndex). An attempt that gets
 // no answer (its leader just died) is retried after metaAttempt.
 func (s *Server) Sync(ctx context.Context, shardID uint64) error {
+	if err := s.waitOpened(ctx, shardID); err != nil {
+		return err
+	}
 	return s.retryAttempts(ctx, shardID, func(actx context.Context) error {
 		_, err := s.nh.SyncRead(actx, shardID, nil)
 		return err
@@ -339,18 +338,29 @@ func (m metaRaft) IsLeader() bool {
 	return err == nil && ok && id == m.s.cfg.MyID
 }
 
-// waitReady waits until every shard has a leader and has published its first view.
+// waitReady waits until every shard has a leader and has published its first view. The shards
+// are looked at again in every round: catching up with the root shard can add shards (added
+// online while this server was down), which it then waits for too.
 func (s *Server) waitReady(ctx context.Context) error {
-	all := append([]uint64{MetaShardID}, shardIDs(s.router)...)
 	start, lastReport := time.Now(), time.Now()
 	why := ""
-	pending := all
+	caughtUp := map[uint64]bool{}
 	for {
 		if time.Since(lastReport) > 5*time.Second {
 			s.log.Info("still waiting to serve clients", "waited", time.Since(start).Round(time.Second).String(), "reason", why)
 			lastReport = time.Now()
 		}
-		ready := true
+		all := s.allShards()
+		var pending []uint64
+		for _, id := range all {
+			if !caughtUp[id] {
+				pending = append(pending, id)
+			}
+		}
+		ready := len(all) == len(s.router.Shards())+1
+		if !ready {
+			why = "a data shard added online has not started yet"
+		}
 		for _, id := range all {
 			if _, _, ok, err := s.nh.GetLeaderID(id); err != nil || !ok {
 				if errors.Is(err, dragonboat.ErrShardNotFound) {
@@ -377,7 +387,7 @@ func (s *Server) waitReady(ctx context.Context) error {
 			// this took the sum of the replays), and only the shards still behind are retried.
 			var mu sync.Mutex
 			var wg sync.WaitGroup
-			var behind []uint64
+			behind := 0
 			for _, id := range pending {
 				wg.Add(1)
 				go func() {
@@ -389,16 +399,19 @@ func (s *Server) waitReady(ctx context.Context) error {
 					mu.Lock()
 					defer mu.Unlock()
 					if err != nil {
-						behind = append(behind, id)
+						behind++
 						why = fmt.Sprintf("shard %d did not catch up: %v", id, err)
-					} else if d := time.Since(t0); d > time.Second {
+						return
+					}
+					caughtUp[id] = true
+					if d := time.Since(t0); d > time.Second {
 						s.log.Info("caught up with a shard before serving", "shard", id, "took", d.Round(time.Millisecond).String())
 					}
 				}()
 			}
 			wg.Wait()
-			pending = behind
-			ready = len(pending) == 0
+			// The catch-up may have added shards: look again before serving.
+			ready = behind == 0 && len(s.allShards()) == len(all) && len(s.router.Shards())+1 == len(all)
 		}
 		if ready {
 			return nil
@@ -520,6 +533,7 @@ func (s *Server) startAdmin() {
 			fmt.Fprintf(w, "shard=%d leader=%d term=%d has_leader=%v\n", id, lid, term, ok)
 		}
 	})
+	mux.HandleFunc("/shards/", s.serveShardsAdmin)
 	mux.HandleFunc("/placement", s.servePlacement)
 	mux.HandleFunc("/move", s.serveMove)
 	mux.HandleFunc("/members", s.serveMembers)
@@ -561,21 +575,13 @@ func (s *Server) Close() error {
 	if s.sessions != nil {
 		s.sessions.Stop()
 	}
-	if s.router != nil {
-		for _, sh := range s.router.Shards() {
-			if sh.Proposer != nil {
-				sh.Proposer.Stop()
-			}
-			if sh.Control != nil {
-				sh.Control.Stop()
-			}
-		}
-	}
+	s.stopProposers()
 	s.cancel()
 	if s.nh != nil {
 		s.nh.Close()
 	}
 	s.wg.Wait()
+	s.stopProposers() // again: the root shard may have added a shard while the server closed
 	return nil
 }
 
@@ -591,29 +597,8 @@ func (s *Server) registerGauges() {
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "last_processed_zxid", Help: "The largest zxid this server has applied."},
 			func() float64 { return float64(s.router.LastZxid()) }),
 	)
-	for _, id := range append([]uint64{MetaShardID}, shardIDs(s.router)...) {
-		labels := prometheus.Labels{"shard": fmt.Sprint(id)}
-		s.reg.MustRegister(
-			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "corral_shard_has_leader", ConstLabels: labels,
-				Help: "1 if this server knows a leader for the shard."}, func() float64 {
-				if _, _, ok, err := s.nh.GetLeaderID(id); err == nil && ok {
-					return 1
-				}
-				return 0
-			}),
-			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "corral_shard_is_leader", ConstLabels: labels,
-				Help: "1 if this server leads the shard."}, func() float64 {
-				if lid, _, ok, err := s.nh.GetLeaderID(id); err == nil && ok && lid == s.cfg.MyID {
-					return 1
-				}
-				return 0
-			}),
-			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "corral_shard_term", ConstLabels: labels,
-				Help: "The shard's Raft term as this server knows it."}, func() float64 {
-				_, term, _, _ := s.nh.GetLeaderID(id)
-				return float64(term)
-			}),
-		)
+	for _, id := range s.allShards() {
+		s.registerShardGauges(id) // shards added later register theirs when they start
 	}
 }
 

@@ -49,9 +49,12 @@ func (r *Router) Move(ctx context.Context, path string, to uint64) (MoveResult, 
 	if why := ValidMount(path); why != "" {
 		return MoveResult{}, fmt.Errorf("%w: %s: %s", ErrMoveRefused, path, why)
 	}
-	dst := r.shards[to]
+	dst := r.Shard(to)
 	if dst == nil {
 		return MoveResult{}, fmt.Errorf("%w: no data shard %d", ErrMoveRefused, to)
+	}
+	if dst.View() == nil || dst.Tag() == 0 {
+		return MoveResult{}, fmt.Errorf("%w: data shard %d (added online) does not run on this server yet", ErrMoveRefused, to)
 	}
 	backoff := 5 * time.Millisecond
 	for {
@@ -138,7 +141,7 @@ func (r *Router) tryMove(ctx context.Context, path string, src, dst *Shard) (Mov
 		return MoveResult{}, true, nil
 	}
 	r.txnStep("prepared")
-	zxid := max(repOut.Floor, repIn.Floor)<<8 | int64(r.shards[anchor].Tag)
+	zxid := max(repOut.Floor, repIn.Floor)<<8 | int64(r.Shard(anchor).Tag())
 	if _, retry, err := r.commitTxn(ctx, parts, txnID, zxid); err != nil || retry {
 		return MoveResult{}, retry, err
 	}

@@ -87,7 +87,7 @@ func hasSequentialSuffix(name string) bool {
 // sequence counter, and its final name maps back to the root shard (Lookup).
 func (r *Router) CreateShard(path string, sequential bool) *Shard {
 	if r.placement == PlaceHash && sequential && IsTopLevel(path) {
-		return r.ordered[0]
+		return r.Root()
 	}
 	return r.Lookup(path)
 }

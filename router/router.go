@@ -18,7 +18,6 @@ type Trigger func(events []shard.Event)
 // the registration lock that orders watch registration against watch triggering.
 type Shard struct {
 	ID       uint64
-	Tag      uint8
 	Proposer *Proposer
 	// Control proposes the cross-shard transaction steps (prepare, commit, abort, resolve) in
 	// control batches, which the shard applies even while a prepared transaction blocks it.
@@ -26,6 +25,7 @@ type Shard struct {
 
 	closer closer
 
+	tag     atomic.Uint32 // the zxid tag; 0 until known for a shard added online (shardset.go)
 	regMu   sync.RWMutex
 	view    atomic.Pointer[shard.View]
 	trigger Trigger
@@ -38,6 +38,10 @@ type Shard struct {
 	ready  chan struct{}
 	once   sync.Once
 }
+
+// Tag returns the shard's zxid tag (0 for an added shard whose record this server has not
+// applied yet).
+func (s *Shard) Tag() uint8 { return uint8(s.tag.Load()) }
 
 // View returns the latest published view (nil before the shard has opened).
 func (s *Shard) View() *shard.View { return s.view.Load() }
@@ -82,37 +86,47 @@ type Mount struct {
 
 // Router resolves paths to shards and is the shard state machines' apply listener.
 type Router struct {
-	shards    map[uint64]*Shard
-	ordered   []*Shard
-	ids       []uint64
+	set       atomic.Pointer[shardSet] // the data shards (shardset.go); copy on write
 	placement Placement
 	mounts    atomic.Pointer[[]Mount] // sorted by descending path length
-	mountMu   sync.Mutex              // serialises changes of mounts
+	mountMu   sync.Mutex              // serialises changes of mounts and of set
 	maxZxid   atomic.Int64
 	sync      SyncFunc
 	txn       txnOptions
+	trigger   Trigger
+	hooks     ShardHooks
+	addedSeen int // records of the root shard's list learned; its apply goroutine owns it
 }
 
 // New returns a router over the given data shards (the first is the root shard, which holds
 // "/"); trigger receives every applied event. With PlaceHash every shard serves top-level
 // subtrees; with PlaceSingle only the root shard serves znodes.
 func New(shardIDs []uint64, tags []uint8, placement Placement, trigger Trigger) *Router {
-	r := &Router{shards: map[uint64]*Shard{}, placement: placement, ids: append([]uint64(nil), shardIDs...)}
+	r := &Router{placement: placement, trigger: trigger}
+	set := &shardSet{byID: map[uint64]*Shard{}, initial: append([]uint64(nil), shardIDs...)}
 	for i, id := range shardIDs {
-		s := &Shard{ID: id, Tag: tags[i], trigger: trigger, maxZxid: &r.maxZxid, ready: make(chan struct{})}
-		s.closer.init()
-		r.shards[id] = s
-		r.ordered = append(r.ordered, s)
+		s := r.newShard(id, tags[i])
+		set.byID[id] = s
+		set.ordered = append(set.ordered, s)
 	}
+	r.set.Store(set)
 	r.SetMounts([]Mount{{Path: "/", ShardID: shardIDs[0]}})
 	return r
+}
+
+// newShard returns a handle for data shard id.
+func (r *Router) newShard(id uint64, tag uint8) *Shard {
+	s := &Shard{ID: id, trigger: r.trigger, maxZxid: &r.maxZxid, ready: make(chan struct{})}
+	s.tag.Store(uint32(tag))
+	s.closer.init()
+	return s
 }
 
 // Placement returns how top-level znodes are spread over the shards.
 func (r *Router) Placement() Placement { return r.placement }
 
 // Root returns the root shard (it holds "/" and "/zookeeper").
-func (r *Router) Root() *Shard { return r.ordered[0] }
+func (r *Router) Root() *Shard { return r.set.Load().ordered[0] }
 
 // SetMounts replaces the mount table.
 func (r *Router) SetMounts(m []Mount) {
@@ -127,9 +141,11 @@ func (r *Router) storeMounts(cp []Mount) {
 	for _, mt := range cp {
 		in[mt.ShardID] = true
 	}
-	for id, s := range r.shards {
-		// Under PlaceHash every shard serves top-level subtrees.
-		s.mounted.Store(in[id] || r.placement == PlaceHash)
+	set := r.set.Load()
+	for id, s := range set.byID {
+		// Under PlaceHash every shard of the first start serves top-level subtrees; a shard
+		// added online serves only what is moved onto it.
+		s.mounted.Store(in[id] || r.placement == PlaceHash && set.isInitial(id))
 	}
 	sort.SliceStable(cp, func(i, j int) bool { return len(cp[i].Path) > len(cp[j].Path) })
 	r.mounts.Store(&cp)
@@ -151,9 +167,7 @@ func (r *Router) mergeRoutes(id uint64, v *shard.View) {
 		if to == 0 {
 			to = id
 		}
-		if r.shards[to] == nil {
-			continue
-		}
+		r.shardLocked(to) // a shard added online whose record this server has not applied yet
 		i := slices.IndexFunc(next, func(m Mount) bool { return m.Path == rt.Path })
 		switch {
 		case i < 0:
@@ -186,32 +200,36 @@ func (r *Router) Lookup(path string) *Shard {
 // Route is Lookup that also returns the zxid of the move that put the path's subtree on the
 // shard (0 when none did): a read must not use a view of the shard below it.
 func (r *Router) Route(path string) (*Shard, int64) {
-	for _, m := range *r.mounts.Load() {
+	// The set is loaded after the mount table: a mount names only shards already in the set.
+	mounts := *r.mounts.Load()
+	set := r.set.Load()
+	for _, m := range mounts {
 		if m.Path == "/" {
 			if r.placement == PlaceHash {
 				break
 			}
-			return r.shards[m.ShardID], m.Zxid
+			return set.byID[m.ShardID], m.Zxid
 		}
 		if path == m.Path || len(path) > len(m.Path) && strings.HasPrefix(path, m.Path) && path[len(m.Path)] == '/' {
-			return r.shards[m.ShardID], m.Zxid
+			return set.byID[m.ShardID], m.Zxid
 		}
 	}
 	if r.placement == PlaceHash {
 		name := topLevelName(path)
 		if name == "" || hasSequentialSuffix(name) {
-			return r.ordered[0], 0
+			return set.ordered[0], 0
 		}
-		return r.shards[TopLevelShard(name, r.ids)], 0
+		return set.byID[TopLevelShard(name, set.initial)], 0
 	}
 	return nil, 0
 }
 
-// Shard returns the handle of a data shard by id.
-func (r *Router) Shard(id uint64) *Shard { return r.shards[id] }
+// Shard returns the handle of a data shard by id (nil if this server does not know it).
+func (r *Router) Shard(id uint64) *Shard { return r.set.Load().byID[id] }
 
-// Shards returns every data shard handle in id order.
-func (r *Router) Shards() []*Shard { return r.ordered }
+// Shards returns every data shard handle in id order, shards added online included. The slice
+// is shared: do not modify it. A shard added later is not in it; call again.
+func (r *Router) Shards() []*Shard { return r.set.Load().ordered }
 
 // LastZxid is the largest zxid this server has applied on any mounted shard: ZooKeeper's
 // "last processed zxid", carried in every reply header. Shards that serve no subtree (they only
@@ -222,9 +240,12 @@ func (r *Router) LastZxid() int64 { return r.maxZxid.Load() }
 
 // Applied implements shard.Listener.
 func (r *Router) Applied(shardID uint64, v *shard.View, events []shard.Event) {
-	if s := r.shards[shardID]; s != nil {
+	if s := r.Shard(shardID); s != nil {
 		if d := s.lag.Load(); d > 0 && len(events) > 0 {
 			time.Sleep(time.Duration(d))
+		}
+		if s == r.Root() {
+			r.learnAdded(v.AddedShards())
 		}
 		if v.RoutesChanged(s.routed) {
 			r.mergeRoutes(shardID, v)
@@ -240,14 +261,17 @@ func (r *Router) Applied(shardID uint64, v *shard.View, events []shard.Event) {
 func (s *Shard) SetApplyLag(d time.Duration) { s.lag.Store(int64(d)) }
 
 // LockAll takes every shard's registration lock in shared mode, in id order (for watches that
-// span shards, such as setWatches and recursive watches on "/").
+// span shards, such as setWatches and recursive watches on "/"), and returns the unlock. A shard
+// added meanwhile is not locked: it serves nothing until a move installs a subtree on it, and
+// a move fires no events.
 func (r *Router) LockAll() func() {
-	for _, s := range r.ordered {
+	ordered := r.set.Load().ordered
+	for _, s := range ordered {
 		s.regMu.RLock()
 	}
 	return func() {
-		for i := len(r.ordered) - 1; i >= 0; i-- {
-			r.ordered[i].regMu.RUnlock()
+		for i := len(ordered) - 1; i >= 0; i-- {
+			ordered[i].regMu.RUnlock()
 		}
 	}
 }

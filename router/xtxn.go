@@ -115,7 +115,7 @@ func (r *Router) PlanMulti(m *wire.MultiRequest) (*Shard, map[uint64][]shard.Txn
 	}
 	if !split && len(roles) <= 1 {
 		for id := range roles {
-			return r.shards[id], nil
+			return r.Shard(id), nil
 		}
 		return r.Root(), nil
 	}
@@ -180,7 +180,7 @@ type partReply struct {
 
 // control submits one txn op to a participant's control proposer and decodes the reply.
 func (r *Router) control(id uint64, op shard.Op, out chan<- partReply) {
-	sh := r.shards[id]
+	sh := r.Shard(id)
 	sh.Control.Submit(&Request{Op: op, Done: func(res shard.OpResult, err error) {
 		pr := partReply{id: id, err: err}
 		if err == nil {
@@ -274,7 +274,7 @@ func (r *Router) tryTxn(ctx context.Context, req *TxnRequest, parts []uint64, ro
 		}
 		return failedResult(len(req.Multi.Ops), failIdx, failErr), false, nil
 	}
-	zxid := floor<<8 | int64(r.shards[anchor].Tag)
+	zxid := floor<<8 | int64(r.Shard(anchor).Tag())
 	all, retry, err := r.commitTxn(ctx, parts, txnID, zxid)
 	if err != nil || retry {
 		return TxnResult{}, retry, err

@@ -4,6 +4,8 @@
 //	corral local [--servers 3] ...      run a local ensemble, one process per server
 //	corral bench <experiment> ...       benchmarks against Corral and Apache ZooKeeper
 //	corral members list|add|remove ...  add or remove servers online (docs/operations.md)
+//	corral move /path shard-id|new      move a subtree to another (or a new) data shard online
+//	corral shards list|add ...          list the data shards, add one online
 //	corral version
 //
 // See README.md for the two commands a newcomer needs and docs/operations.md for configuration.

@@ -22,6 +22,8 @@ func main() {
 		code = runMembers(os.Args[2:])
 	case "move":
 		code = runMove(os.Args[2:])
+	case "shards":
+		code = runShards(os.Args[2:])
 	case "version", "--version", "-v":
 		fmt.Println("corral", version)
 	case "help", "-h", "--help":
@@ -44,7 +46,8 @@ commands:
   local                     run a local ensemble (default 3 servers, 4 shards, ports 2181-2183)
   bench <experiment>        run a benchmark (throughput, failover, create, barrier, shards, sizing)
   members list|add|remove   list, add or remove servers online (through a server's admin port)
-  move /path shard-id       move a subtree to another data shard online (through a server's admin port)
+  move /path shard-id|new   move a subtree to another data shard online, or to a new one (through a server's admin port)
+  shards list|add           list the data shards, or add one online (through a server's admin port)
   version                   print the version
 `)
 }

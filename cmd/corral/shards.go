@@ -1,0 +1,75 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"strconv"
+	"time"
+)
+
+// runShards calls a server's admin endpoints for data shards (cluster/addshard.go):
+//
+//	corral shards list --admin host:port
+//	corral shards add  --admin host:port [--expect N]
+//
+// add creates a new data shard (a Raft group on every server) that serves nothing until a
+// subtree is moved onto it (corral move); --expect N adds only if the ensemble has N data
+// shards now, so a retried command never adds two. It prints the server's answer and exits 1 if
+// the request was refused or failed.
+func runShards(args []string) int {
+	if len(args) < 1 {
+		fmt.Fprintln(os.Stderr, "usage: corral shards list|add --admin host:port [--expect N]")
+		return 2
+	}
+	op := args[0]
+	fs := flag.NewFlagSet("shards "+op, flag.ContinueOnError)
+	admin := fs.String("admin", "127.0.0.1:8080", "admin address (admin.serverAddress:admin.serverPort) of any running server")
+	expect := fs.Int("expect", 0, "add: only if the ensemble has this many data shards now (see list)")
+	timeout := fs.Duration("timeout", 60*time.Second, "how long the server keeps trying")
+	if err := fs.Parse(args[1:]); err != nil {
+		return 2
+	}
+	q := url.Values{}
+	var method, path string
+	switch op {
+	case "list":
+		method, path = http.MethodGet, "/shards/list"
+	case "add":
+		method, path = http.MethodPost, "/shards/add"
+		q.Set("timeout", timeout.String())
+		if *expect > 0 {
+			q.Set("expect", strconv.Itoa(*expect))
+		}
+	default:
+		fmt.Fprintf(os.Stderr, "corral shards: unknown operation %q (list, add)\n", op)
+		return 2
+	}
+	return adminCall("shards "+op, method, "http://"+*admin+path+"?"+q.Encode(), *timeout+10*time.Second)
+}
+
+// adminCall sends one request to an admin endpoint, copies the answer to stdout (stderr when it
+// failed) and returns the exit status: 0 for 200, 1 otherwise.
+func adminCall(what, method, u string, timeout time.Duration) int {
+	req, err := http.NewRequest(method, u, nil)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "corral %s: %v\n", what, err)
+		return 2
+	}
+	resp, err := (&http.Client{Timeout: timeout}).Do(req)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "corral %s: %v\n", what, err)
+		return 1
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		body, _ := io.ReadAll(resp.Body)
+		fmt.Fprintf(os.Stderr, "corral %s: %s: %s", what, resp.Status, body)
+		return 1
+	}
+	io.Copy(os.Stdout, resp.Body)
+	return 0
+}
