@@ -3,11 +3,17 @@
 // session table, and the data shards holding the znode tree), the wiring between router,
 // session manager, watch hub and client port, the admin HTTP server, and orderly shutdown.
 //
-// Shard ids: the meta shard is 1; data shards are 2..N+1 and carry zxid tags 1..N. Every server
-// of the ensemble runs a replica of every shard (replica id = the server's myid), so every server
-// serves every read locally.
+// Shard ids: the meta shard is 1; the data shards of the first start are 2..N+1 and carry zxid
+// tags 1..N; data shards added online (addshard.go, docs/design.md §12) take the next ids and
+// tags, as recorded in the root data shard's replicated state. Every server of the ensemble runs
+// a replica of every shard (replica id = the server's myid), so every server serves every read
+// locally: it starts the replica of an added shard when its replica of the root shard applies
+// (or opens with) the record, on the shard starter goroutine.
 //
-// Start blocks until every shard has a leader and a published view, so a server that accepts
-// clients can serve them. Close stops the client port first, then the background loops, then
-// the NodeHost, and waits for every goroutine it started.
+// Start blocks until every shard it knows of — added ones included — has a leader, a published
+// view and has caught up, so a server that accepts clients can serve them. Goroutines: the
+// background loops (Server.every: membership, transaction recovery, container expiry, leader
+// balancing), the shard starter, the client port and the admin server; each runs until the
+// server's context ends and is in its wait group. Close stops the client port first, then the
+// proposers and loops, then the NodeHost, and waits for every goroutine it started.
 package cluster

@@ -1,7 +1,9 @@
 // Package router owns the way from a request to the shard that serves it and back.
 //
 // It holds the placement (which data shard serves a path: "/" and "/zookeeper" on the root shard,
-// every other top-level subtree on the shard its name hashes to — placement.go), the per-shard
+// every other top-level subtree on the shard its name hashes to among the first start's shards —
+// placement.go), the set of data shards, which grows when a shard is added online (shardset.go:
+// copy on write, read without locks; the root shard's views carry the records), the per-shard
 // published View that lock-free reads use, one Proposer per shard that batches requests from many
 // sessions into Raft entries and pipelines them, and one control Proposer per shard for
 // cross-shard transaction steps. It coordinates cross-shard transactions (xtxn.go: prepare on
@@ -32,5 +34,10 @@
 //   - A cross-shard transaction commits at the anchor (the participant with the smallest shard id)
 //     before any other participant; the anchor's recorded decision is the outcome recovery applies.
 //
-// Lock order: Shard.regMu before the watch hub's stripes; Proposer.mu and closer.mu are leaves.
+//   - A shard handle is visible (Shard, Shards, Lookup) only after its proposers exist, and a
+//     mount names only shards already in the set.
+//
+// Lock order: Shard.regMu before the watch hub's stripes; Router.mountMu (mount table and shard
+// set changes) is taken on apply goroutines and calls out only to ShardHooks.Proposers;
+// Proposer.mu and closer.mu are leaves.
 package router

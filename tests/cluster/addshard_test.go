@@ -59,8 +59,9 @@ func servesOn(t *testing.T, cl *testcluster.Cluster, i int, path string, shardID
 // fire after, every running server routes the subtree to the new shard, placement of other
 // names is unchanged, a retried add with a stale expected count adds nothing, the observer gets
 // a non-voting replica; a server that was down during the add starts the new shard (with the
-// recorded initial members) and serves the subtree; a restarted server does too; killing the new
-// shard's leader elects another and writes resume.
+// recorded initial members) and serves the subtree; a server added to the ensemble later gets
+// the added shards as a voter; a restarted server runs them too; killing the new shard's leader
+// elects another and writes resume.
 func TestAddShardOnline(t *testing.T) {
 	const shards = 2
 	cl := testcluster.Start(t, testcluster.Options{Servers: 3, Observers: 1, Shards: shards, Admin: true})
@@ -265,6 +266,20 @@ func TestAddShardOnline(t *testing.T) {
 	list := admin(t, http.MethodGet, cl.AdminAddr(3), "/shards/list")
 	if strings.Count(list, "origin=added running=true") != 2 || strings.Count(list, "origin=initial running=true") != 2 {
 		t.Fatalf("/shards/list:\n%s", list)
+	}
+
+	// A server added to the ensemble afterwards (corral members add) gets a replica of the added
+	// shards too, as a voter: it joins them like every other shard.
+	nv := cl.NewServer(false)
+	added := admin(t, http.MethodPost, cl.AdminAddr(1), fmt.Sprintf("/members/add?id=%d&raft=%s", nv+1, cl.RaftAddr(nv)))
+	if strings.Count(added, "result=added") != shards+3 {
+		t.Fatalf("members add answered for %d shards, want %d:\n%s", strings.Count(added, "result=added"), shards+3, added)
+	}
+	cl.Restart(nv)
+	servesOn(t, cl, nv, top+"/k0", newID)
+	checkAcked(nv)
+	if m, err := cl.Server(nv).NodeHost().SyncGetShardMembership(ctx, newID+1); err != nil || m.Nodes[uint64(nv+1)] == "" {
+		t.Fatalf("the new server is not a voter of shard %d: %+v %v", newID+1, m, err)
 	}
 
 	// A restarted server runs the added shards (from its own persisted root shard) and serves.
