@@ -161,14 +161,7 @@ func TestAddShardPersisted(t *testing.T) {
 	if got := rec.last().v.AddedShards(); len(got) != 1 || got[0].ID != 6 {
 		t.Fatalf("published view: %+v", got)
 	}
-	ctx, err := m.PrepareSnapshot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var snap bytes.Buffer
-	if err := m.SaveSnapshot(ctx, &snap, nil); err != nil {
-		t.Fatal(err)
-	}
+	snap := saveSnapshot(t, m)
 	want := canonical(m)
 	m.Sync()
 	m.Close()
@@ -186,7 +179,7 @@ func TestAddShardPersisted(t *testing.T) {
 
 	r, _ := openMachine(t, testConfig(t.TempDir(), nil))
 	defer r.Close()
-	if err := r.RecoverFromSnapshot(bytes.NewReader(snap.Bytes()), make(chan struct{})); err != nil {
+	if err := r.RecoverFromSnapshot(bytes.NewReader(snap), make(chan struct{})); err != nil {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(canonical(r), want) || !reflect.DeepEqual(r.View().AddedShards(), m.View().AddedShards()) {

@@ -85,6 +85,20 @@ func update(t *testing.T, m *Machine, ents []sm.Entry) []BatchResult {
 
 func canonical(m *Machine) []byte { return m.state.AppendCanonical(nil) }
 
+// saveSnapshot takes a snapshot of m's current state and returns the stream.
+func saveSnapshot(t *testing.T, m *Machine) []byte {
+	t.Helper()
+	ctx, err := m.PrepareSnapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if err := m.SaveSnapshot(ctx, &buf, nil); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
 // workload applies a mix of writes through the machine, starting at Raft index idx and
 // proposer seq seq.
 func workload(t *testing.T, m *Machine, idx, seq uint64, time int64) {

@@ -224,14 +224,7 @@ func TestTxnMachinePersistence(t *testing.T) {
 	if info, ok := m.View().Prepared(); !ok || info.ID != 42 {
 		t.Fatal("view after prepare")
 	}
-	ctx, err := m.PrepareSnapshot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var snap bytes.Buffer
-	if err := m.SaveSnapshot(ctx, &snap, nil); err != nil {
-		t.Fatal(err)
-	}
+	snap := saveSnapshot(t, m)
 	if err := m.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -239,7 +232,7 @@ func TestTxnMachinePersistence(t *testing.T) {
 	defer m2.Close()
 	r, _ := openMachine(t, testConfig(t.TempDir(), nil))
 	defer r.Close()
-	if err := r.RecoverFromSnapshot(bytes.NewReader(snap.Bytes()), nil); err != nil {
+	if err := r.RecoverFromSnapshot(bytes.NewReader(snap), nil); err != nil {
 		t.Fatal(err)
 	}
 	for name, x := range map[string]*Machine{"reopened": m2, "recovered": r} {

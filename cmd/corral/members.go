@@ -3,7 +3,6 @@ package main
 import (
 	"flag"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"os"
@@ -57,21 +56,5 @@ func runMembers(args []string) int {
 		fmt.Fprintf(os.Stderr, "corral members: unknown operation %q (list, add, remove)\n", op)
 		return 2
 	}
-	req, err := http.NewRequest(method, "http://"+*admin+path+"?"+q.Encode(), nil)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "corral members:", err)
-		return 2
-	}
-	resp, err := (&http.Client{Timeout: *timeout + 10*time.Second}).Do(req)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "corral members:", err)
-		return 1
-	}
-	defer resp.Body.Close()
-	io.Copy(os.Stdout, resp.Body)
-	if resp.StatusCode != http.StatusOK {
-		fmt.Fprintf(os.Stderr, "corral members %s: %s\n", op, resp.Status)
-		return 1
-	}
-	return 0
+	return adminCall("members "+op, method, "http://"+*admin+path+"?"+q.Encode(), *timeout+10*time.Second)
 }

@@ -6,8 +6,6 @@ import (
 	"io"
 	"net/http"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -101,49 +99,8 @@ func TestAddShardOnline(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// Load: two writers (servers 1 and 2) bump counters and record what was acknowledged; a
-	// reader on server 2 checks that values never go back.
-	var stop atomic.Bool
-	var wg sync.WaitGroup
-	acked := make([]atomic.Int64, keys)
-	errs := make(chan error, 16)
-	for wi, addr := range []string{cl.Addrs()[0], cl.Addrs()[1]} {
-		wc := zktest.Connect(t, ctx, addr)
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for n := int64(1); !stop.Load(); n++ {
-				k := wi*keys/2 + int(n)%(keys/2)
-				v := n*10 + int64(wi)
-				if _, err := wc.Set(fmt.Sprintf("%s/k%d", top, k), []byte(fmt.Sprint(v)), -1); err != nil {
-					errs <- fmt.Errorf("writer %d: %w", wi, err)
-					return
-				}
-				acked[k].Store(v)
-			}
-		}()
-	}
-	rc := zktest.Connect(t, ctx, cl.Addrs()[1])
-	var reads atomic.Int64
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		last := make([]int32, keys)
-		for n := 0; !stop.Load(); n++ {
-			k := n % keys
-			_, st, err := rc.Get(fmt.Sprintf("%s/k%d", top, k))
-			if err != nil {
-				errs <- fmt.Errorf("reader: %w", err)
-				return
-			}
-			if st.Version < last[k] {
-				errs <- fmt.Errorf("reader: %s/k%d went back from version %d to %d", top, k, last[k], st.Version)
-				return
-			}
-			last[k] = st.Version
-			reads.Add(1)
-		}
-	}()
+	// Load: two writers (servers 1 and 2) and a reader (server 2) on the subtree.
+	load := startLoad(t, ctx, top, keys, [2]string{cl.Addrs()[0], cl.Addrs()[1]}, cl.Addrs()[1])
 
 	time.Sleep(300 * time.Millisecond) // let the load run across the add and the move
 	code, body := adminStatus(t, http.MethodPost, cl.AdminAddr(0), "/move?path="+top+"&shard=new&expect=2")
@@ -163,18 +120,13 @@ func TestAddShardOnline(t *testing.T) {
 		servesOn(t, cl, i, top+"/k0", newID)
 	}
 	time.Sleep(300 * time.Millisecond)
-	stop.Store(true)
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Error(err)
-	}
+	load.finish(t)
 	var rerouted int64
 	for _, i := range []int{0, 1} {
 		rerouted += cl.Server(i).ReroutedWrites()
 	}
-	t.Logf("%d reads, %d writes sent back by the move and proposed again", reads.Load(), rerouted)
-	if reads.Load() == 0 || rerouted == 0 {
+	t.Logf("%d reads, %d writes sent back by the move and proposed again", load.reads.Load(), rerouted)
+	if load.reads.Load() == 0 || rerouted == 0 {
 		t.Fatal("the load did not run into the move: the test exercised nothing")
 	}
 
@@ -199,25 +151,7 @@ func TestAddShardOnline(t *testing.T) {
 		t.Fatalf("stat of %s/x: %+v -> %+v", top, xBefore, xAfter)
 	}
 
-	// checkAcked reads every acknowledged value through server i.
-	checkAcked := func(i int) {
-		t.Helper()
-		cc := zktest.Connect(t, ctx, cl.Addrs()[i])
-		defer cc.Close()
-		if _, err := cc.Sync(top); err != nil {
-			t.Fatal(err)
-		}
-		for k := 0; k < keys; k++ {
-			want := acked[k].Load()
-			if want == 0 {
-				continue
-			}
-			data, _, err := cc.Get(fmt.Sprintf("%s/k%d", top, k))
-			if err != nil || string(data) != fmt.Sprint(want) {
-				t.Fatalf("server %d: %s/k%d = %q (%v), acknowledged %d", i+1, top, k, data, err, want)
-			}
-		}
-	}
+	checkAcked := func(i int) { load.checkAcked(t, ctx, cl.Addrs()[i]) }
 	for _, i := range []int{0, 1, 3} {
 		checkAcked(i)
 	}

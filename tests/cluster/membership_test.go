@@ -22,20 +22,11 @@ import (
 // the test.
 func admin(t *testing.T, method, addr, pathQuery string) string {
 	t.Helper()
-	req, err := http.NewRequest(method, "http://"+addr+pathQuery, nil)
-	if err != nil {
-		t.Fatal(err)
+	code, body := adminStatus(t, method, addr, pathQuery)
+	if code != http.StatusOK {
+		t.Fatalf("%s %s: %d\n%s", method, pathQuery, code, body)
 	}
-	resp, err := (&http.Client{Timeout: 90 * time.Second}).Do(req)
-	if err != nil {
-		t.Fatalf("%s %s: %v", method, pathQuery, err)
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("%s %s: %s\n%s", method, pathQuery, resp.Status, body)
-	}
-	return string(body)
+	return body
 }
 
 // everyShardSays checks that a membership change answered one line per shard (the meta shard

@@ -79,46 +79,7 @@ func TestOnlineMove(t *testing.T) {
 
 	// Load: two writers (on servers 0 and 2) bump counters and record what was acknowledged;
 	// a reader on server 1 checks the subtree never vanishes and values never go back.
-	var stop atomic.Bool
-	var wg sync.WaitGroup
-	acked := make([]atomic.Int64, keys)
-	errs := make(chan error, 16)
-	for wi, addr := range []string{cl.Addrs()[0], cl.Addrs()[2]} {
-		wc := zktest.Connect(t, ctx, addr)
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for n := int64(1); !stop.Load(); n++ {
-				k := wi*keys/2 + int(n)%(keys/2)
-				v := n*10 + int64(wi)
-				if _, err := wc.Set(fmt.Sprintf("%s/k%d", top, k), []byte(fmt.Sprint(v)), -1); err != nil {
-					errs <- fmt.Errorf("writer %d: %w", wi, err)
-					return
-				}
-				acked[k].Store(v)
-			}
-		}()
-	}
-	rc := zktest.Connect(t, ctx, cl.Addrs()[1])
-	var reads atomic.Int64
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		last := int32(-1)
-		for !stop.Load() {
-			_, st, err := rc.Get(top + "/k0")
-			if err != nil {
-				errs <- fmt.Errorf("reader: %w", err)
-				return
-			}
-			if st.Version < last {
-				errs <- fmt.Errorf("reader: %s/k0 went back from version %d to %d", top, last, st.Version)
-				return
-			}
-			last = st.Version
-			reads.Add(1)
-		}
-	}()
+	load := startLoad(t, ctx, top, keys, [2]string{cl.Addrs()[0], cl.Addrs()[2]}, cl.Addrs()[1])
 
 	// Watches set before the move.
 	_, _, dataW, err := w.GetW(top + "/x")
@@ -190,37 +151,19 @@ func TestOnlineMove(t *testing.T) {
 
 	// Back to the root shard, which holds "/" (its stub of the subtree becomes the node).
 	move(ids[0])
-	stop.Store(true)
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Error(err)
-	}
+	load.finish(t)
 	var rerouted int64
 	for i := 0; i < 3; i++ {
 		rerouted += cl.Server(i).ReroutedWrites()
 	}
-	t.Logf("%d reads, %d writes sent back by a move and proposed again", reads.Load(), rerouted)
-	if reads.Load() == 0 || rerouted == 0 {
+	t.Logf("%d reads, %d writes sent back by a move and proposed again", load.reads.Load(), rerouted)
+	if load.reads.Load() == 0 || rerouted == 0 {
 		t.Fatal("the load did not run into the moves: the test exercised nothing")
 	}
 
 	// Every acknowledged write is there, on every server.
 	for i := 0; i < 3; i++ {
-		cc := zktest.Connect(t, ctx, cl.Addrs()[i])
-		if _, err := cc.Sync(top); err != nil {
-			t.Fatal(err)
-		}
-		for k := 0; k < keys; k++ {
-			want := acked[k].Load()
-			if want == 0 {
-				continue
-			}
-			data, _, err := cc.Get(fmt.Sprintf("%s/k%d", top, k))
-			if err != nil || string(data) != fmt.Sprint(want) {
-				t.Fatalf("server %d: %s/k%d = %q (%v), acknowledged %d", i, top, k, data, err, want)
-			}
-		}
+		load.checkAcked(t, ctx, cl.Addrs()[i])
 	}
 
 	// The ephemeral moved twice and still goes with its session.
