@@ -64,13 +64,21 @@ type Config struct {
 	// on that shard whatever the placement. Identical on every server and fixed at first start.
 	Mounts    []router.Mount
 	MaxBuffer int // jute.maxbuffer
+	// GlobalOutstandingLimit: requests read and not yet answered above which connections with
+	// a request outstanding stop reading (ZooKeeper's key; default 1000, negative: no limit).
+	GlobalOutstandingLimit int
 
 	// Corral's own keys.
-	Shards               int           // corral.shards: number of data shards
-	RTT                  time.Duration // corral.rtt: Raft logical clock tick
-	ContainerCheck       time.Duration // znode.container.checkIntervalMs
-	SnapshotEntries      uint64        // corral.snapshotEntries: Raft entries between snapshots
-	Unknown              []string      // keys not understood (warned about)
+	Shards          int           // corral.shards: number of data shards
+	RTT             time.Duration // corral.rtt: Raft logical clock tick
+	ContainerCheck  time.Duration // znode.container.checkIntervalMs
+	SnapshotEntries uint64        // corral.snapshotEntries: Raft entries between snapshots
+	// RaftQueueBytes bounds each Raft send queue (per peer connection) and receive queue (per
+	// replica) in bytes (corral.raftQueueBytes). dragonboat's default is no bound: the queues
+	// to a slow or restarted peer then grow with the write load. A message over the bound is
+	// dropped and Raft sends it again after the follower rejects or probes.
+	RaftQueueBytes       uint64
+	Unknown              []string // keys not understood (warned about)
 	applyDelayForTests   time.Duration
 	applyLagForTests     map[uint64]time.Duration
 	SourcePath           string
@@ -95,6 +103,7 @@ func DefaultConfig() Config {
 		RTT:             10 * time.Millisecond,
 		ContainerCheck:  60 * time.Second,
 		SnapshotEntries: 20000,
+		RaftQueueBytes:  64 << 20,
 	}
 }
 
@@ -214,6 +223,8 @@ func (c *Config) set(k, v string, minST, maxST *time.Duration) error {
 		c.ClientPort, err = atoi()
 	case k == "clientPortAddress":
 		c.ClientPortAddress = v
+	case k == "globalOutstandingLimit":
+		c.GlobalOutstandingLimit, err = atoi()
 	case k == "maxClientCnxns":
 		c.MaxClientCnxns, err = atoi()
 	case k == "minSessionTimeout":
@@ -276,6 +287,13 @@ func (c *Config) set(k, v string, minST, maxST *time.Duration) error {
 			err = fmt.Errorf("%d is below the minimum of 10", n)
 		}
 		c.SnapshotEntries = uint64(n)
+	case k == "corral.raftQueueBytes":
+		var n int
+		n, err = atoi()
+		if err == nil && n < 1<<20 {
+			err = fmt.Errorf("%d is below the minimum of 1 MiB", n)
+		}
+		c.RaftQueueBytes = uint64(n)
 	case k == "corral.rttMs":
 		c.RTT, err = ms()
 	case k == "corral.testing.applyDelay":
@@ -303,7 +321,7 @@ func (c *Config) set(k, v string, minST, maxST *time.Duration) error {
 		c.Peers = append(c.Peers, p)
 	case k == "standaloneEnabled", k == "reconfigEnabled", k == "autopurge.snapRetainCount",
 		k == "autopurge.purgeInterval", k == "preAllocSize", k == "snapCount", k == "syncEnabled",
-		k == "electionAlg", k == "quorumListenOnAllIPs", k == "globalOutstandingLimit",
+		k == "electionAlg", k == "quorumListenOnAllIPs",
 		k == "admin.enableServer", k == "metricsProvider.className", k == "metricsProvider.httpPort":
 		// Understood and not needed by Corral.
 	default:

@@ -50,7 +50,7 @@ func quietDragonboat() {
 		if os.Getenv("CORRAL_DRAGONBOAT_LOG") == "info" {
 			level = dblogger.INFO
 		}
-		for _, name := range []string{"raft", "rsm", "transport", "dragonboat", "logdb", "raftpb", "config", "settings", "grpc", "tan", "registry"} {
+		for _, name := range []string{"raft", "rsm", "transport", "dragonboat", "logdb", "raftpb", "config", "settings", "grpc", "tan", "registry", "server"} {
 			dblogger.GetLogger(name).SetLevel(level)
 		}
 	})
@@ -127,9 +127,11 @@ func (s *Server) startRaft() error {
 		RaftAddress:    self.RaftAddress(),
 		// tan, dragonboat's append-only log store: the pebble-based default spent about a
 		// quarter of a write-heavy server's CPU compacting the Raft log (docs/storage.md).
-		Expert:            config.ExpertConfig{LogDB: config.GetSmallMemLogDBConfig(), LogDBFactory: tan.Factory},
-		RaftEventListener: leaderListener{s},
-		EnableMetrics:     true,
+		Expert:              config.ExpertConfig{LogDB: config.GetSmallMemLogDBConfig(), LogDBFactory: tan.Factory},
+		RaftEventListener:   leaderListener{s},
+		EnableMetrics:       true,
+		MaxSendQueueSize:    cfg.RaftQueueBytes,
+		MaxReceiveQueueSize: cfg.RaftQueueBytes,
 	}
 	if cfg.DataLogDir != "" {
 		nhc.WALDir = filepath.Join(cfg.DataLogDir, "corral-wal")
@@ -444,6 +446,7 @@ func (s *Server) startClientPort() error {
 		FourLetterWords: s.cfg.FourLetterWords, SuperDigest: superID(s.cfg.SuperDigest),
 		ExtendedTypes: s.cfg.ExtendedTypes, Router: s.router, Sessions: s.sessions, Hub: s.hub,
 		Sync: s.Sync, Info: s.info, Metrics: server.NewMetrics(s.reg), Log: s.log,
+		OutstandingLimit: s.cfg.GlobalOutstandingLimit,
 	})
 	s.srvPtr.Store(s.client)
 	s.wg.Add(1)

@@ -112,6 +112,7 @@ func (c *conn) reserve(kind string) *slot {
 	c.out.slots = append(c.out.slots, sl)
 	c.out.Unlock()
 	c.s.o.Metrics.outstanding.Inc()
+	c.s.gate.add()
 	return sl
 }
 
@@ -128,6 +129,7 @@ func (c *conn) complete(sl *slot, frame []byte) {
 		c.s.stats.observe(time.Since(h.start))
 		c.s.o.Metrics.observe(h.kind, time.Since(h.start).Seconds())
 		c.s.o.Metrics.outstanding.Dec()
+		c.s.gate.done()
 		c.out.slots[n] = nil
 		n++
 	}
@@ -162,6 +164,17 @@ func (c *conn) waitIdle() bool {
 		return true
 	case <-c.writerEnd:
 		return false
+	}
+}
+
+// throttle holds the request loop while the server is over its outstanding limit and this
+// connection has a request outstanding (see throttle.go).
+func (c *conn) throttle() {
+	c.out.Lock()
+	own := c.out.drained
+	c.out.Unlock()
+	if c.s.gate.wait(own, c.writerEnd) {
+		c.s.o.Metrics.throttled.Inc()
 	}
 }
 
@@ -401,6 +414,7 @@ func (c *conn) logBad(what string, err error) {
 func (c *conn) requestLoop(r *bufio.Reader) {
 	var buf []byte
 	for {
+		c.throttle()
 		c.nc.SetReadDeadline(c.readDeadline())
 		frame, err := wire.ReadFrame(r, buf, c.s.o.MaxBuffer)
 		if err != nil {

@@ -16,6 +16,7 @@ type Metrics struct {
 	errors      *prometheus.CounterVec
 	watchEvents prometheus.Counter
 	rerouted    prometheus.Counter
+	throttled   prometheus.Counter
 
 	// Pre-resolved children of the vectors, so the request path does no label lookups.
 	byOp      map[wire.OpCode]prometheus.Counter
@@ -42,6 +43,8 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "Watch notifications queued to connections."}),
 		rerouted: prometheus.NewCounter(prometheus.CounterOpts{Name: "corral_rerouted_writes_total",
 			Help: "Writes proposed again after their shard sent them back because of a subtree move."}),
+		throttled: prometheus.NewCounter(prometheus.CounterOpts{Name: "corral_throttled_reads_total",
+			Help: "Times a connection stopped reading requests because the server was over its outstanding limit."}),
 	}
 	m.byOp = map[wire.OpCode]prometheus.Counter{}
 	for op, name := range opNames {
@@ -51,7 +54,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m.readLat = m.latency.WithLabelValues("read")
 	m.writeLat = m.latency.WithLabelValues("write")
 	if reg != nil {
-		reg.MustRegister(m.connections, m.outstanding, m.requests, m.latency, m.errors, m.watchEvents, m.rerouted)
+		reg.MustRegister(m.connections, m.outstanding, m.requests, m.latency, m.errors, m.watchEvents, m.rerouted, m.throttled)
 	}
 	return m
 }

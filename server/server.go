@@ -38,6 +38,10 @@ type Options struct {
 	// MaxOutput is the largest number of queued, unsent bytes a connection may have before it
 	// is closed as a slow reader (default 64 MiB).
 	MaxOutput int
+	// OutstandingLimit is ZooKeeper's globalOutstandingLimit: while this many requests are read
+	// and unanswered, a connection with a request outstanding reads no more (default 1000,
+	// negative: no limit). See throttle.go.
+	OutstandingLimit int
 }
 
 // Info is what four-letter words report about the server.
@@ -56,6 +60,7 @@ type Server struct {
 	started time.Time
 	nextID  atomic.Uint64
 	stats   stats
+	gate    throttle
 
 	mu struct {
 		sync.Mutex
@@ -82,7 +87,11 @@ func New(o Options) *Server {
 	if o.Metrics == nil {
 		o.Metrics = NewMetrics(nil)
 	}
+	if o.OutstandingLimit == 0 {
+		o.OutstandingLimit = 1000
+	}
 	s := &Server{o: o, started: time.Now()}
+	s.gate.limit = int64(o.OutstandingLimit)
 	s.mu.conns = map[*conn]struct{}{}
 	s.mu.bySess = map[int64]*conn{}
 	s.mu.perIP = map[string]int{}
