@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"path/filepath"
 	"slices"
@@ -20,6 +21,7 @@ import (
 
 	"github.com/corral/corral/router"
 	"github.com/corral/corral/shard"
+	"github.com/corral/corral/wire"
 )
 
 // Adding data shards online (docs/design.md §12). The root data shard's replicated state lists
@@ -98,11 +100,7 @@ func bootstrapAdded(nh *dragonboat.NodeHost, cfg *Config, rec shard.AddedShard) 
 		return nil, false
 	}
 	if _, voter := rec.Voters[cfg.MyID]; voter && !cfg.Observer() {
-		members := map[uint64]dragonboat.Target{}
-		for id, addr := range rec.Voters {
-			members[id] = addr
-		}
-		return members, false
+		return maps.Clone(rec.Voters), false
 	}
 	return nil, true
 }
@@ -216,7 +214,7 @@ func (s *Server) AddShard(ctx context.Context, expect int) (shard.AddedShard, er
 		if err != nil {
 			return shard.AddedShard{}, fmt.Errorf("cluster: reading the root shard's membership: %w", err)
 		}
-		rec.Voters, rec.NonVoting = maps(m.Nodes), maps(m.NonVotings)
+		rec.Voters, rec.NonVoting = maps.Clone(m.Nodes), maps.Clone(m.NonVotings)
 		a := shard.AddShard{Prev: len(list), Shard: rec}
 		res, err := submitWait(ctx, root.Control, shard.Op{Code: shard.OpAddShard, Body: a.AppendTo(nil)})
 		if err != nil {
@@ -258,17 +256,6 @@ func (s *Server) waitShardServing(ctx context.Context, id uint64) error {
 	}
 }
 
-func maps(m map[uint64]string) map[uint64]string {
-	if len(m) == 0 {
-		return nil
-	}
-	out := make(map[uint64]string, len(m))
-	for k, v := range m {
-		out[k] = v
-	}
-	return out
-}
-
 // submitWait submits one op to a proposer and waits for its result.
 func submitWait(ctx context.Context, p *router.Proposer, op shard.Op) (shard.OpResult, error) {
 	type result struct {
@@ -279,7 +266,7 @@ func submitWait(ctx context.Context, p *router.Proposer, op shard.Op) (shard.OpR
 	p.Submit(&router.Request{Op: op, Done: func(res shard.OpResult, err error) { got <- result{res, err} }})
 	select {
 	case r := <-got:
-		if r.err == nil && r.res.Err != 0 {
+		if r.err == nil && r.res.Err != wire.ErrOK {
 			r.err = r.res.Err
 		}
 		return r.res, r.err
