@@ -77,7 +77,10 @@ type Config struct {
 	// replica) in bytes (corral.raftQueueBytes). dragonboat's default is no bound: the queues
 	// to a slow or restarted peer then grow with the write load. A message over the bound is
 	// dropped and Raft sends it again after the follower rejects or probes.
-	RaftQueueBytes       uint64
+	RaftQueueBytes uint64
+	// RaftMessageBytes bounds the entry bytes of one Raft replication message
+	// (corral.raftMessageBytes; dragonboat's own bound is 64 MiB). See raftmsg.go.
+	RaftMessageBytes     uint64
 	Unknown              []string // keys not understood (warned about)
 	applyDelayForTests   time.Duration
 	applyLagForTests     map[uint64]time.Duration
@@ -91,19 +94,20 @@ var DefaultFourLetterWords = map[string]bool{"srvr": true}
 // DefaultConfig returns the defaults ZooKeeper uses where a key is absent.
 func DefaultConfig() Config {
 	return Config{
-		TickTime:        2000 * time.Millisecond,
-		InitLimit:       10,
-		SyncLimit:       5,
-		ClientPort:      2181,
-		MaxClientCnxns:  60,
-		FourLetterWords: DefaultFourLetterWords,
-		MaxBuffer:       0xfffff,
-		Shards:          4,
-		Placement:       router.PlaceHash,
-		RTT:             10 * time.Millisecond,
-		ContainerCheck:  60 * time.Second,
-		SnapshotEntries: 20000,
-		RaftQueueBytes:  64 << 20,
+		TickTime:         2000 * time.Millisecond,
+		InitLimit:        10,
+		SyncLimit:        5,
+		ClientPort:       2181,
+		MaxClientCnxns:   60,
+		FourLetterWords:  DefaultFourLetterWords,
+		MaxBuffer:        0xfffff,
+		Shards:           4,
+		Placement:        router.PlaceHash,
+		RTT:              10 * time.Millisecond,
+		ContainerCheck:   60 * time.Second,
+		SnapshotEntries:  20000,
+		RaftQueueBytes:   64 << 20,
+		RaftMessageBytes: 4 << 20,
 	}
 }
 
@@ -207,6 +211,13 @@ func (c *Config) set(k, v string, minST, maxST *time.Duration) error {
 		n, err := atoi()
 		return time.Duration(n) * time.Millisecond, err
 	}
+	atLeast := func(min int) (uint64, error) {
+		n, err := atoi()
+		if err == nil && n < min {
+			err = fmt.Errorf("%d is below the minimum of %d", n, min)
+		}
+		return uint64(n), err
+	}
 	var err error
 	switch {
 	case k == "tickTime":
@@ -281,19 +292,11 @@ func (c *Config) set(k, v string, minST, maxST *time.Duration) error {
 		}
 		c.Placement = p
 	case k == "corral.snapshotEntries":
-		var n int
-		n, err = atoi()
-		if err == nil && n < 10 {
-			err = fmt.Errorf("%d is below the minimum of 10", n)
-		}
-		c.SnapshotEntries = uint64(n)
+		c.SnapshotEntries, err = atLeast(10)
 	case k == "corral.raftQueueBytes":
-		var n int
-		n, err = atoi()
-		if err == nil && n < 1<<20 {
-			err = fmt.Errorf("%d is below the minimum of 1 MiB", n)
-		}
-		c.RaftQueueBytes = uint64(n)
+		c.RaftQueueBytes, err = atLeast(1 << 20)
+	case k == "corral.raftMessageBytes":
+		c.RaftMessageBytes, err = atLeast(64 << 10)
 	case k == "corral.rttMs":
 		c.RTT, err = ms()
 	case k == "corral.testing.applyDelay":

@@ -163,6 +163,9 @@ func (s *Server) startRaft() error {
 			sh.SetApplyLag(d)
 		}
 	}
+	if err := setRaftMessageBytes(cfg.RaftMessageBytes); err != nil {
+		return err
+	}
 	nh, err := dragonboat.NewNodeHost(nhc)
 	if err != nil {
 		return fmt.Errorf("cluster: starting raft node host at %s: %w", self.RaftAddress(), err)
@@ -612,6 +615,9 @@ type leaderListener struct{ s *Server }
 // and must not block.
 func (l leaderListener) LeaderUpdated(info raftio.LeaderInfo) {
 	l.s.leaders.changedNow(info.ShardID)
+	// One line per change seen by this replica (0: no leader known), so an operator can line up
+	// a stall with elections.
+	l.s.log.Info("shard leader changed", "shard", info.ShardID, "leader", info.LeaderID, "term", info.Term)
 	r := l.s.router
 	if r == nil {
 		return
