@@ -536,23 +536,31 @@ func (c *conn) handleWrite(h wire.RequestHeader, frame []byte) bool {
 		c.complete(sl, c.frame(h.Xid, wire.ErrSystemError, 0, nil))
 		return true
 	}
-	if v := sh.View(); v != nil && v.MovedOutSince(time.Now().UnixMilli()-shard.FenceMs) && !c.waitIdle() {
-		// The shard moved a subtree away lately: an earlier write of this connection may still
-		// be sent back and proposed again elsewhere, and this one must not overtake it (its
-		// MinZxid may already pass the shard's fence). No pipelining to this shard for a while.
-		return false
+	// The view the write is issued against: its zxid goes with the op (ViewZxid), and the
+	// source of a move sends back writes issued against a view from before the move. So either
+	// this view already holds a recent move (and the write waits below for every earlier reply)
+	// or the shard sends the write back if a move came first; either way it cannot overtake an
+	// earlier write of this connection that the move sent back (docs/design.md §9).
+	var viewZxid int64
+	if v := sh.View(); v != nil {
+		viewZxid = v.Zxid()
+		if v.MovedOutSince(time.Now().UnixMilli()-shard.FenceMs) && !c.waitIdle() {
+			// The shard moved a subtree away lately: an earlier write of this connection may
+			// still be sent back and proposed again elsewhere. No pipelining to it for a while.
+			return false
+		}
 	}
 	if !c.writeBarrier(sh.ID) {
 		return false
 	}
 	sl := c.reserve("write")
-	op := shard.Op{Session: c.sessionID, Auth: c.AuthIDs(), Code: h.Op, Body: body, MinZxid: c.lastZxid.Load()}
+	op := shard.Op{Session: c.sessionID, Auth: c.AuthIDs(), Code: h.Op, Body: body, MinZxid: c.lastZxid.Load(), ViewZxid: viewZxid}
 	sh.Proposer.Submit(&router.Request{Op: op, Done: func(res shard.OpResult, err error) {
 		switch {
 		case err != nil:
 			c.writeFailed(sl, err)
 		case res.Err == shard.ErrMoved:
-			c.reroute(sl, h, rec, op, res.Zxid)
+			c.reroute(sl, h, rec, op, sh.ID, res.Zxid)
 		default:
 			c.completeWrite(sl, h, res)
 		}

@@ -196,14 +196,14 @@ func (c *conn) completeWrite(sl *slot, h wire.RequestHeader, res shard.OpResult)
 // maxReroutes bounds how often one write follows a moving subtree.
 const maxReroutes = 8
 
-// reroute proposes again a write its shard sent back with shard.ErrMoved (its subtree moved
-// away, or it was issued before a move of that shard; moveZxid is the move's zxid): planned
+// reroute proposes again a write its shard (from) sent back with shard.ErrMoved (its subtree
+// moved away, or it was issued before a move of that shard; moveZxid is the move's zxid): planned
 // again with the mount table (which this server's replica of the source updated when it
 // applied the move), with MinZxid at least moveZxid. The connection's rerouted writes run one
 // after the other, in the order their shard sent them back, each after the previous one's
 // reply: the shard sends back every write issued before the move, so a session's writes keep
 // their order (docs/design.md, "Subtree moves").
-func (c *conn) reroute(sl *slot, h wire.RequestHeader, rec wire.Record, op shard.Op, moveZxid int64) {
+func (c *conn) reroute(sl *slot, h wire.RequestHeader, rec wire.Record, op shard.Op, from uint64, moveZxid int64) {
 	c.rerouteMu.Lock()
 	prev := c.rerouteTail
 	done := make(chan struct{})
@@ -234,6 +234,16 @@ func (c *conn) reroute(sl *slot, h wire.RequestHeader, rec wire.Record, op shard
 				c.complete(sl, c.frame(h.Xid, wire.ErrSystemError, 0, nil))
 				return
 			}
+			// Issued again against this server's current view of its shard, which holds the
+			// move that sent it back if that was this shard (the reply came from this replica's
+			// apply).
+			op.ViewZxid = 0
+			if v := plan.sh.View(); v != nil {
+				op.ViewZxid = v.Zxid()
+			}
+			if plan.sh.ID == from {
+				op.ViewZxid = max(op.ViewZxid, moveZxid)
+			}
 			got := make(chan result, 1)
 			plan.sh.Proposer.Submit(&router.Request{Op: op, Done: func(res shard.OpResult, err error) {
 				got <- result{res, err}
@@ -250,7 +260,7 @@ func (c *conn) reroute(sl *slot, h wire.RequestHeader, rec wire.Record, op shard
 				return
 			}
 			if r.res.Err == shard.ErrMoved {
-				moveZxid = r.res.Zxid
+				from, moveZxid = plan.sh.ID, r.res.Zxid
 				continue
 			}
 			c.completeWrite(sl, h, r.res)

@@ -9,25 +9,30 @@ import (
 
 // Batch encoding (the Raft entry's Cmd), all integers varint-encoded:
 //
-//	u8 version (2) | uvarint Proposer | uvarint Seq | varint Time | u8 flags (bit 0: Control)
+//	u8 version (3) | uvarint Proposer | uvarint Seq | varint Time | u8 flags (bit 0: Control)
 //	    | uvarint len(Ops) | Op...
-//	Op: varint Session | varint Code | varint MinZxid | uvarint len(Auth) | (str Scheme, str ID)...
-//	    | bytes Body
+//	Op: varint Session | varint Code | varint MinZxid | varint ViewZxid | uvarint len(Auth)
+//	    | (str Scheme, str ID)... | bytes Body
 //	str: uvarint length + bytes; bytes: uvarint length+1 + bytes, 0 for nil.
 //
 // BatchResult encoding (the Raft entry's Result.Data):
 //
 //	u8 version (2) | u8 Status | uvarint len(Results) | (varint Err, varint Zxid, bytes Body)...
 //
-// Version 1 had no flags byte (every batch was a client batch) and the same result layout; the
-// decoders still read it, so a replica can replay a log written before the upgrade.
-const codecVersion = 2
+// Version 1 had no flags byte (every batch was a client batch) and the same result layout;
+// version 2 had no ViewZxid (an op decoded from it gets ViewZxid = MinZxid, what the move fence
+// compared before). The decoders still read both, so a replica can replay a log written before
+// an upgrade; an older server cannot read version 3 (upgrade every server together).
+const batchVersion = 3
+
+// resultVersion is the BatchResult layout's version (results are cached in the shard state).
+const resultVersion = 2
 
 const batchFlagControl = 1
 
 // AppendTo appends the encoding of the batch to dst.
 func (b *Batch) AppendTo(dst []byte) []byte {
-	dst = append(dst, codecVersion)
+	dst = append(dst, batchVersion)
 	dst = binary.AppendUvarint(dst, b.Proposer)
 	dst = binary.AppendUvarint(dst, b.Seq)
 	dst = binary.AppendVarint(dst, b.Time)
@@ -42,6 +47,7 @@ func (b *Batch) AppendTo(dst []byte) []byte {
 		dst = binary.AppendVarint(dst, op.Session)
 		dst = binary.AppendVarint(dst, int64(op.Code))
 		dst = binary.AppendVarint(dst, op.MinZxid)
+		dst = binary.AppendVarint(dst, op.ViewZxid)
 		dst = binary.AppendUvarint(dst, uint64(len(op.Auth)))
 		for _, id := range op.Auth {
 			dst = appendStr(dst, id.Scheme)
@@ -58,7 +64,7 @@ func DecodeBatch(data []byte) (Batch, error) {
 	r := reader{buf: data}
 	var b Batch
 	v := r.byte()
-	if v != codecVersion && v != 1 {
+	if v < 1 || v > batchVersion {
 		return Batch{}, fmt.Errorf("%w: version %d", ErrMalformedBatch, v)
 	}
 	b.Proposer = r.uvarint()
@@ -80,6 +86,10 @@ func DecodeBatch(data []byte) (Batch, error) {
 		op.Session = r.varint()
 		op.Code = wire.OpCode(r.int32())
 		op.MinZxid = r.varint()
+		op.ViewZxid = op.MinZxid
+		if v >= 3 {
+			op.ViewZxid = r.varint()
+		}
 		if na := r.count(2); na > 0 {
 			op.Auth = make([]wire.ID, na)
 			for j := range op.Auth {
@@ -96,7 +106,7 @@ func DecodeBatch(data []byte) (Batch, error) {
 
 // AppendTo appends the encoding of the result to dst.
 func (res *BatchResult) AppendTo(dst []byte) []byte {
-	dst = append(dst, codecVersion, byte(res.Status))
+	dst = append(dst, resultVersion, byte(res.Status))
 	dst = binary.AppendUvarint(dst, uint64(len(res.Results)))
 	for i := range res.Results {
 		o := &res.Results[i]
@@ -112,7 +122,7 @@ func (res *BatchResult) AppendTo(dst []byte) []byte {
 func DecodeBatchResult(data []byte) (BatchResult, error) {
 	r := reader{buf: data}
 	var res BatchResult
-	if v := r.byte(); v != codecVersion && v != 1 {
+	if v := r.byte(); v != resultVersion && v != 1 {
 		return BatchResult{}, fmt.Errorf("%w: version %d", ErrMalformedResult, v)
 	}
 	res.Status = BatchStatus(r.byte())

@@ -118,7 +118,7 @@ func TestCodecRoundTrip(t *testing.T) {
 		t.Fatal("trailing byte accepted")
 	}
 	// a count larger than the input is rejected before allocating
-	huge := []byte{codecVersion, 1, 1, 2, 0, 0xff, 0xff, 0xff, 0xff, 0x0f}
+	huge := []byte{batchVersion, 1, 1, 2, 0, 0xff, 0xff, 0xff, 0xff, 0x0f}
 	if _, err := DecodeBatch(huge); !errors.Is(err, ErrMalformedBatch) {
 		t.Fatalf("huge count: %v", err)
 	}
@@ -143,11 +143,11 @@ func TestWriteFuzzSeeds(t *testing.T) {
 	for i, b := range fuzzSeedBatches() {
 		write("FuzzDecodeBatch", i, b.AppendTo(nil))
 	}
-	write("FuzzDecodeBatch", 99, []byte{codecVersion, 1, 1, 2, 0, 0xff, 0xff, 0xff, 0xff, 0x0f})
+	write("FuzzDecodeBatch", 99, []byte{batchVersion, 1, 1, 2, 0, 0xff, 0xff, 0xff, 0xff, 0x0f})
 	for i, r := range fuzzSeedResults() {
 		write("FuzzDecodeBatchResult", i, r.AppendTo(nil))
 	}
-	write("FuzzDecodeBatchResult", 99, []byte{codecVersion, 9})
+	write("FuzzDecodeBatchResult", 99, []byte{resultVersion, 9})
 	for i, p := range fuzzSeedPrepares() {
 		write("FuzzDecodeTxnPrepare", i, p.AppendTo(nil))
 	}

@@ -89,7 +89,7 @@ func (s *State) movedFence(op *Op, time int64) (int64, bool) {
 	}
 	if op.Session != 0 && op.Code != wire.OpCloseSession {
 		for _, r := range s.routes.byPath {
-			if r.to != 0 && op.MinZxid < r.zxid && time-r.time < fenceMs {
+			if r.to != 0 && op.ViewZxid < r.zxid && time-r.time < fenceMs {
 				return r.zxid, true
 			}
 		}

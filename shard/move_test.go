@@ -2,14 +2,22 @@ package shard
 
 import (
 	"bytes"
+	"encoding/binary"
 	"reflect"
 	"testing"
 
 	"github.com/corral/corral/wire"
 )
 
+// withSession sets the op's session, and both the session's zxid and the proposing server's
+// view zxid to minZxid (withView sets the view's apart).
 func withSession(op Op, session, minZxid int64) Op {
-	op.Session, op.MinZxid = session, minZxid
+	op.Session, op.MinZxid, op.ViewZxid = session, minZxid, minZxid
+	return op
+}
+
+func withView(op Op, viewZxid int64) Op {
+	op.ViewZxid = viewZxid
 	return op
 }
 
@@ -133,13 +141,15 @@ func TestMoveSubtree(t *testing.T) {
 	}
 
 	// The source sends writes back: into the subtree always, elsewhere when issued before the
-	// move (MinZxid < z) within fenceMs.
+	// move within fenceMs — issued from a view of the shard older than the move (ViewZxid < z),
+	// whatever the session's zxid (which another shard's faster clock may have put above z).
 	r, _ := a.Apply(batch(1, 3, 2002,
 		withSession(opSet("/app/x", []byte("2"), -1), 5, z),
 		withSession(opSet("/other", []byte("3"), -1), 5, z-1),
 		withSession(opSet("/other", []byte("4"), -1), 5, z),
-		withSession(opCreate("/app/new", nil, 0), 6, z+1)))
-	want := []wire.Err{ErrMoved, ErrMoved, wire.ErrOK, ErrMoved}
+		withSession(opCreate("/app/new", nil, 0), 6, z+1),
+		withView(withSession(opSet("/other", []byte("5"), -1), 8, z+100), z-1)))
+	want := []wire.Err{ErrMoved, ErrMoved, wire.ErrOK, ErrMoved, ErrMoved}
 	for i, w := range want {
 		if r.Results[i].Err != w || w == ErrMoved && r.Results[i].Zxid != z {
 			t.Fatalf("op %d: %+v, want %v", i, r.Results[i], w)
@@ -259,5 +269,28 @@ func TestMoveCodecs(t *testing.T) {
 	}
 	if !bytes.Equal(appendRoutes(nil, nil), []byte{0}) {
 		t.Fatal("empty routes")
+	}
+}
+
+// TestBatchViewZxidCodec: version 3 carries ViewZxid; an op of a version 2 batch (written
+// before it existed) decodes with ViewZxid = MinZxid, what the move fence compared then.
+func TestBatchViewZxidCodec(t *testing.T) {
+	b := Batch{Proposer: 9, Seq: 4, Time: 1234, Ops: []Op{{Session: 5, Code: wire.OpSetData, MinZxid: 700, ViewZxid: 650, Body: []byte{1}}}}
+	got, err := DecodeBatch(b.AppendTo(nil))
+	if err != nil || !reflect.DeepEqual(got, b) {
+		t.Fatalf("round trip: %+v, %v", got, err)
+	}
+	v2 := []byte{2}
+	v2 = binary.AppendUvarint(v2, 9)
+	v2 = binary.AppendUvarint(v2, 4)
+	v2 = binary.AppendVarint(v2, 1234)
+	v2 = append(v2, 0, 1) // flags, one op
+	v2 = binary.AppendVarint(v2, 5)
+	v2 = binary.AppendVarint(v2, int64(wire.OpSetData))
+	v2 = binary.AppendVarint(v2, 700)
+	v2 = append(v2, 0, 2, 1) // no auth, body [1]
+	got, err = DecodeBatch(v2)
+	if err != nil || len(got.Ops) != 1 || got.Ops[0].MinZxid != 700 || got.Ops[0].ViewZxid != 700 {
+		t.Fatalf("version 2: %+v, %v", got, err)
 	}
 }

@@ -19,6 +19,13 @@ type Op struct {
 	// MinZxid is the largest zxid the session has seen; the op's zxid is assigned above it so that
 	// zxids grow along every session's history across shards.
 	MinZxid int64
+	// ViewZxid is the zxid of the proposing server's view of this shard when the op was handed
+	// to the proposer (0: unknown). The source of a subtree move sends back, for a while, every
+	// write with a ViewZxid below the move's zxid: it was issued by a server that had not applied
+	// the move yet and so may be pipelined behind a write the move sends back (FIFO order,
+	// docs/design.md §9). It is the proposer's own replica's clock, unlike MinZxid, which may come
+	// from a faster shard. Batches of codec version 2 and older carry none; their ops use MinZxid.
+	ViewZxid int64
 }
 
 // Batch is the command of one Raft entry: many requests from one proposer, applied in order.

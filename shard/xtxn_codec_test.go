@@ -243,7 +243,7 @@ func TestBatchCodecControl(t *testing.T) {
 	if got, err := DecodeBatchResult(res.AppendTo(nil)); err != nil || got.Status != BatchBlocked {
 		t.Fatalf("blocked result: %v %+v", err, got)
 	}
-	if _, err := DecodeBatchResult([]byte{codecVersion, byte(BatchBlocked + 1), 0}); !errors.Is(err, ErrMalformedResult) {
+	if _, err := DecodeBatchResult([]byte{resultVersion, byte(BatchBlocked + 1), 0}); !errors.Is(err, ErrMalformedResult) {
 		t.Fatalf("unknown status: %v", err)
 	}
 }
