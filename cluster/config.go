@@ -107,7 +107,7 @@ func DefaultConfig() Config {
 		ContainerCheck:   60 * time.Second,
 		SnapshotEntries:  20000,
 		RaftQueueBytes:   64 << 20,
-		RaftMessageBytes: 4 << 20,
+		RaftMessageBytes: 1 << 20,
 	}
 }
 
