@@ -12,8 +12,12 @@ import (
 // (each client keeps making progress, one request at a time), and a pipelining client cannot
 // fill the server's queues: what is in flight stays near limit + number of connections.
 //
-// Invariant: a waiter is woken once the count drops below the limit or its own connection has
-// no request outstanding. Lost wake-ups are excluded by ordering: a waiter increments waiters
+// Held connections resume when the count has dropped to a tenth below the limit (resumeAt), not
+// at the first answer: every resume wakes all held connections, and without that margin each
+// answered request would wake them all to read one request each.
+//
+// Invariant: a waiter is woken once the count drops to resumeAt or its own connection has no
+// request outstanding. Lost wake-ups are excluded by ordering: a waiter increments waiters
 // before it re-reads the count; done decrements the count before it reads waiters, so at least
 // one of them sees the other's change (sequentially consistent atomics).
 type throttle struct {
@@ -21,13 +25,16 @@ type throttle struct {
 	n       atomic.Int64
 	waiters atomic.Int64
 	mu      sync.Mutex
-	below   chan struct{} // closed (and reset) when the count drops below the limit
+	below   chan struct{} // closed (and reset) when the count drops to resumeAt
 }
 
 func (t *throttle) add() { t.n.Add(1) }
 
+// resumeAt is the count at or below which held connections read again.
+func (t *throttle) resumeAt() int64 { return t.limit - max(1, t.limit/10) }
+
 func (t *throttle) done() {
-	if t.n.Add(-1) < t.limit && t.waiters.Load() > 0 {
+	if t.n.Add(-1) <= t.resumeAt() && t.waiters.Load() > 0 {
 		t.mu.Lock()
 		if t.below != nil {
 			close(t.below)
@@ -40,8 +47,9 @@ func (t *throttle) done() {
 // outstanding returns the number of requests read and not yet answered.
 func (t *throttle) outstanding() int64 { return t.n.Load() }
 
-// wait blocks while the count is at or above the limit, until it drops below it, own is closed
-// (the connection has nothing outstanding) or stop is closed. It reports whether it waited.
+// wait blocks while the count is at or above the limit, until it drops to resumeAt, own is
+// closed (the connection has nothing outstanding) or stop is closed. It reports whether it
+// waited.
 func (t *throttle) wait(own, stop <-chan struct{}) bool {
 	if t.limit <= 0 || t.n.Load() < t.limit || own == nil {
 		return false
@@ -55,7 +63,7 @@ func (t *throttle) wait(own, stop <-chan struct{}) bool {
 		}
 		ch := t.below
 		t.mu.Unlock()
-		if t.n.Load() < t.limit {
+		if t.n.Load() <= t.resumeAt() {
 			return true
 		}
 		select {

@@ -76,3 +76,26 @@ func TestThrottleNoLostWakeup(t *testing.T) {
 		t.Fatalf("workers stuck with %d outstanding", tr.outstanding())
 	}
 }
+
+// TestThrottleResumesBelowMargin: held connections resume when the count is a tenth below the
+// limit, not at the first answer.
+func TestThrottleResumesBelowMargin(t *testing.T) {
+	tr := throttle{limit: 20}
+	for range 20 {
+		tr.add()
+	}
+	done := make(chan bool, 1)
+	go func() { done <- tr.wait(make(chan struct{}), nil) }()
+	tr.done() // 19: still held
+	select {
+	case <-done:
+		t.Fatal("resumed one below the limit")
+	case <-time.After(20 * time.Millisecond):
+	}
+	tr.done() // 18 = 20 - 20/10
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("not resumed at the margin")
+	}
+}
