@@ -86,7 +86,10 @@ func TestThrottleResumesBelowMargin(t *testing.T) {
 	}
 	done := make(chan bool, 1)
 	go func() { done <- tr.wait(make(chan struct{}), nil) }()
-	tr.done() // 19: still held
+	for tr.waiters.Load() == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	tr.done() // 19: still held (a connection not held yet would read at 19)
 	select {
 	case <-done:
 		t.Fatal("resumed one below the limit")
