@@ -137,16 +137,7 @@ func TestAddShardOnline(t *testing.T) {
 	if _, err := c.Create(top+"/new-child", nil, 0, acl); err != nil {
 		t.Fatal(err)
 	}
-	for _, ch := range []<-chan zk.Event{dataW, childW} {
-		select {
-		case ev := <-ch:
-			if ev.Type != zk.EventNodeDataChanged && ev.Type != zk.EventNodeChildrenChanged {
-				t.Fatalf("event %+v", ev)
-			}
-		case <-time.After(10 * time.Second):
-			t.Fatal("a watch set before the move did not fire for a change on the new shard")
-		}
-	}
+	expectWatchEvents(t, "a watch set before the move did not fire for a change on the new shard", dataW, childW)
 	if _, xAfter, _ := w.Get(top + "/x"); xAfter.Czxid != xBefore.Czxid || xAfter.Version != xBefore.Version+1 {
 		t.Fatalf("stat of %s/x: %+v -> %+v", top, xBefore, xAfter)
 	}

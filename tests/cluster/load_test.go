@@ -6,6 +6,9 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
 
 	"github.com/corral/corral/internal/zktest"
 )
@@ -91,6 +94,22 @@ func (l *subtreeLoad) checkAcked(t *testing.T, ctx context.Context, addr string)
 		data, _, err := cc.Get(fmt.Sprintf("%s/k%d", l.top, k))
 		if err != nil || string(data) != fmt.Sprint(want) {
 			t.Fatalf("%s: %s/k%d = %q (%v), acknowledged %d", addr, l.top, k, data, err, want)
+		}
+	}
+}
+
+// expectWatchEvents waits up to 10 s for one data or child event on each channel (watches set
+// before a move, fired by a change after it); failure says why the test cares.
+func expectWatchEvents(t *testing.T, failure string, chans ...<-chan zk.Event) {
+	t.Helper()
+	for _, ch := range chans {
+		select {
+		case ev := <-ch:
+			if ev.Type != zk.EventNodeDataChanged && ev.Type != zk.EventNodeChildrenChanged {
+				t.Fatalf("event %+v", ev)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal(failure)
 		}
 	}
 }

@@ -134,16 +134,7 @@ func TestOnlineMove(t *testing.T) {
 	if p, err := c.Create(top+"/s-", nil, zk.FlagSequence, acl); err != nil || p != fmt.Sprintf("%s/s-%010d", top, n+1) {
 		t.Fatalf("sequential create after the move: %q %v (before it: %s)", p, err, seq1)
 	}
-	for _, ch := range []<-chan zk.Event{dataW, childW} {
-		select {
-		case ev := <-ch:
-			if ev.Type != zk.EventNodeDataChanged && ev.Type != zk.EventNodeChildrenChanged {
-				t.Fatalf("event %+v", ev)
-			}
-		case <-time.After(10 * time.Second):
-			t.Fatal("a watch set before the move did not fire for a change after it")
-		}
-	}
+	expectWatchEvents(t, "a watch set before the move did not fire for a change after it", dataW, childW)
 	kids, _, err := w.Children("/")
 	if err != nil || !slices.Contains(kids, name) {
 		t.Fatalf("children of /: %v %v", kids, err)
