@@ -201,7 +201,7 @@ func (s *Server) startRaft() error {
 			return fmt.Errorf("cluster: starting data shard %d: %w", id, err)
 		}
 	}
-	s.sessions = session.NewManager(session.Options{Self: cfg.MyID, Tick: cfg.TickTime / 2, Table: s.table,
+	s.sessions = session.NewManager(session.Options{Self: cfg.MyID, Tick: cfg.TickTime / 4, Table: s.table,
 		Meta: metaRaft{s}, CloseOnShards: s.closeOnShards, Log: s.log})
 	return nil
 }
@@ -241,11 +241,23 @@ func (s *Server) proposeFunc(shardID uint64) router.ProposeFunc {
 	}
 }
 
+// closeOnShards ends a closed session on every data shard in two rounds: first every shard
+// records the session's tombstone (from then on it refuses every write of the session with
+// SESSIONEXPIRED), then every shard deletes the session's ephemerals. So no shard applies a
+// write of the session after any of its ephemerals is gone: a lock holder's late write cannot
+// land after another client saw the lock released and took it (docs/design.md §4).
 func (s *Server) closeOnShards(ctx context.Context, id int64) error {
+	if err := s.closeRound(ctx, id, shard.CloseSessionFence()); err != nil {
+		return err
+	}
+	return s.closeRound(ctx, id, nil)
+}
+
+func (s *Server) closeRound(ctx context.Context, id int64, body []byte) error {
 	shards := s.router.Shards()
 	errs := make(chan error, len(shards))
 	for _, sh := range shards {
-		sh.Proposer.Submit(&router.Request{Op: shard.Op{Session: id, Code: wire.OpCloseSession},
+		sh.Proposer.Submit(&router.Request{Op: shard.Op{Session: id, Code: wire.OpCloseSession, Body: body},
 			Done: func(res shard.OpResult, err error) {
 				if err == nil && res.Err != wire.ErrOK {
 					err = res.Err

@@ -330,7 +330,7 @@ func (p *Proposer) next() *inflight {
 	p.mu.queue = p.mu.queue[:rest]
 	p.mu.bytes -= size
 	p.mu.seq++
-	b := shard.Batch{Proposer: p.mu.id, Seq: p.mu.seq, Time: now.UnixMilli(), Control: p.opts.Control, Ops: make([]shard.Op, n)}
+	b := shard.Batch{Proposer: p.mu.id, Seq: p.mu.seq, Time: now.UnixMilli(), Control: p.opts.Control, SessionFence: true, Ops: make([]shard.Op, n)}
 	for i, r := range reqs {
 		b.Ops[i] = r.Op
 	}

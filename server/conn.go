@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/corral/corral/session"
 	"github.com/corral/corral/wire"
 )
 
@@ -233,6 +234,10 @@ func (c *conn) replyZxid(z int64) int64 {
 func (c *conn) writeLoop() {
 	defer close(c.writerEnd)
 	for range c.wake {
+		if !c.leaseGate() {
+			c.closeWith("session lease lapsed")
+			return
+		}
 		c.out.Lock()
 		buf := c.out.buf
 		c.out.buf = c.out.spare[:0]
@@ -373,17 +378,20 @@ func (c *conn) handshake(r *bufio.Reader) bool {
 		}
 		resp.SessionID, resp.Passwd = id, pw
 	} else {
+		// The local table may be stale (this server was cut off or paused): it decides only
+		// the password. Whether the session is alive is the committed take-over's answer.
 		e, err := c.s.o.Sessions.Validate(ctx, req.SessionID, req.Passwd)
-		if err != nil {
-			if !errors.Is(err, context.DeadlineExceeded) {
-				// Expired, unknown or wrong password: ZooKeeper's "expired" answer, then close.
-				c.send(wire.AppendFrame(nil, encodeRecord(&wire.ConnectResponse{Passwd: make([]byte, 16), HasReadOnly: req.HasReadOnly})))
-				c.s.o.Log.Info("session expired or invalid at reconnect", "session", sessionHex(req.SessionID),
-					"remote", c.nc.RemoteAddr().String())
-			}
+		if err == nil {
+			err = c.s.o.Sessions.TakeOver(ctx, req.SessionID)
+		}
+		if errors.Is(err, session.ErrExpired) {
+			// Expired, unknown or wrong password: ZooKeeper's "expired" answer, then close.
+			c.send(wire.AppendFrame(nil, encodeRecord(&wire.ConnectResponse{Passwd: make([]byte, 16), HasReadOnly: req.HasReadOnly})))
+			c.s.o.Log.Info("session expired or invalid at reconnect", "session", sessionHex(req.SessionID),
+				"remote", c.nc.RemoteAddr().String())
 			return false
 		}
-		if err := c.s.o.Sessions.TakeOver(ctx, req.SessionID); err != nil {
+		if err != nil {
 			c.s.o.Log.Warn("cannot take over session", "session", sessionHex(req.SessionID), "err", err)
 			return false
 		}

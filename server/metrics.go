@@ -17,6 +17,8 @@ type Metrics struct {
 	watchEvents prometheus.Counter
 	rerouted    prometheus.Counter
 	throttled   prometheus.Counter
+	leaseWaits  prometheus.Counter
+	leaseDrops  prometheus.Counter
 
 	// Pre-resolved children of the vectors, so the request path does no label lookups.
 	byOp      map[wire.OpCode]prometheus.Counter
@@ -45,6 +47,10 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "Writes proposed again after their shard sent them back because of a subtree move."}),
 		throttled: prometheus.NewCounter(prometheus.CounterOpts{Name: "corral_throttled_reads_total",
 			Help: "Times a connection stopped reading requests because the server was over its outstanding limit."}),
+		leaseWaits: prometheus.NewCounter(prometheus.CounterOpts{Name: "corral_session_lease_waits_total",
+			Help: "Times a connection held its output until its session's lease was renewed."}),
+		leaseDrops: prometheus.NewCounter(prometheus.CounterOpts{Name: "corral_session_lease_drops_total",
+			Help: "Connections closed because their session was not renewed for two thirds of its timeout."}),
 	}
 	m.byOp = map[wire.OpCode]prometheus.Counter{}
 	for op, name := range opNames {
@@ -54,7 +60,8 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m.readLat = m.latency.WithLabelValues("read")
 	m.writeLat = m.latency.WithLabelValues("write")
 	if reg != nil {
-		reg.MustRegister(m.connections, m.outstanding, m.requests, m.latency, m.errors, m.watchEvents, m.rerouted, m.throttled)
+		reg.MustRegister(m.connections, m.outstanding, m.requests, m.latency, m.errors, m.watchEvents, m.rerouted, m.throttled,
+			m.leaseWaits, m.leaseDrops)
 	}
 	return m
 }

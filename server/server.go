@@ -69,6 +69,9 @@ type Server struct {
 		bySess map[int64]*conn
 		perIP  map[string]int
 		closed bool
+		// stopWatchdog stops the lease watchdog (lease.go) that the first Serve starts.
+		stopWatchdog    chan struct{}
+		watchdogStarted bool
 	}
 	wg sync.WaitGroup
 }
@@ -111,6 +114,15 @@ func (s *Server) Serve(ln net.Listener) error {
 		return ErrClosed
 	}
 	s.mu.ln = ln
+	if s.mu.stopWatchdog == nil && !s.mu.watchdogStarted && s.o.Sessions != nil {
+		s.mu.watchdogStarted = true
+		s.mu.stopWatchdog = make(chan struct{})
+		s.wg.Add(1)
+		go func(stop <-chan struct{}) {
+			defer s.wg.Done()
+			s.watchdog(stop)
+		}(s.mu.stopWatchdog)
+	}
 	s.mu.Unlock()
 	for {
 		nc, err := ln.Accept()
@@ -173,6 +185,9 @@ func (s *Server) untrack(c *conn) {
 	}
 	if s.mu.bySess[c.sessionID] == c {
 		delete(s.mu.bySess, c.sessionID)
+		if s.o.Sessions != nil {
+			s.o.Sessions.Forget(c.sessionID)
+		}
 	}
 	ip := c.ip
 	if s.mu.perIP[ip]--; s.mu.perIP[ip] <= 0 {
@@ -216,6 +231,10 @@ func (s *Server) SessionChanged(id int64, closing bool, owner uint64) {
 func (s *Server) Close() error {
 	s.mu.Lock()
 	s.mu.closed = true
+	if s.mu.stopWatchdog != nil {
+		close(s.mu.stopWatchdog)
+		s.mu.stopWatchdog = nil
+	}
 	ln := s.mu.ln
 	conns := make([]*conn, 0, len(s.mu.conns))
 	for c := range s.mu.conns {

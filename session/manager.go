@@ -38,18 +38,31 @@ type Options struct {
 // ErrExpired reports a session that is unknown, closing or has a wrong password.
 var ErrExpired = errors.New("session: expired or unknown")
 
+// ErrMovedAway reports a take-over that another server's take-over overtook.
+var ErrMovedAway = errors.New("session: taken over by another server meanwhile")
+
 // Manager runs this server's part of session management: creating and validating sessions,
 // reporting activity, and — while this server leads the meta shard — deciding expiry and driving
 // ephemeral cleanup. Stop it with Stop.
+//
+// It also keeps, for every session this server serves, the basis of the server's lease on it
+// (Heard): the latest time, on this server's monotonic clock, at which the session's client
+// was heard, as carried by a renewal (Create, TakeOver, Renew) that committed and left the
+// session alive and owned by this server. The meta leader cannot expire the session before
+// Heard plus the session timeout (docs/design.md §4), which is what lets the client port stop
+// answering before that can happen.
 type Manager struct {
 	o  Options
 	mu struct {
 		sync.Mutex
-		active      map[int64]struct{}
+		active      map[int64]time.Time // client heard at, not reported yet
+		heard       map[int64]time.Time // lease basis (see the type's comment)
+		renewed     chan struct{}       // closed and replaced after each confirmed report
 		nextID      int64
 		leaderSince time.Time
 		cleaning    map[int64]bool
 	}
+	kick chan struct{}
 	ctx  context.Context
 	stop context.CancelFunc
 	wg   sync.WaitGroup
@@ -66,8 +79,10 @@ func NewManager(o Options) *Manager {
 	if o.Tick <= 0 {
 		o.Tick = time.Second
 	}
-	m := &Manager{o: o}
-	m.mu.active = map[int64]struct{}{}
+	m := &Manager{o: o, kick: make(chan struct{}, 1)}
+	m.mu.active = map[int64]time.Time{}
+	m.mu.heard = map[int64]time.Time{}
+	m.mu.renewed = make(chan struct{})
 	m.mu.cleaning = map[int64]bool{}
 	// ZooKeeper's layout: server id in the top byte, then time; ids stay below 0xFF<<56 (TTL
 	// marker) because server ids are at most 254, and positive.
@@ -98,16 +113,15 @@ func (m *Manager) Create(ctx context.Context, timeout int32) (int64, []byte, err
 		m.mu.nextID++
 		id := m.mu.nextID
 		m.mu.Unlock()
+		start := m.o.Now()
 		res, err := m.o.Meta.Propose(ctx, EncodeCreate(Entry{ID: id, Passwd: pw, Timeout: timeout,
-			Owner: m.o.Self, LastSeen: m.o.Now().UnixMilli()}))
+			Owner: m.o.Self, LastSeen: start.UnixMilli()}))
 		if err != nil {
 			return 0, nil, err
 		}
-		if res == ResultOK {
-			return id, pw, nil
-		}
 		// ResultExists after a retried proposal: the first attempt went through.
-		if e, ok := m.o.Table.Get(id); ok && subtle.ConstantTimeCompare(e.Passwd, pw) == 1 {
+		if e, ok := m.o.Table.Get(id); res == ResultOK || ok && subtle.ConstantTimeCompare(e.Passwd, pw) == 1 {
+			m.setHeard(id, start)
 			return id, pw, nil
 		}
 	}
@@ -130,17 +144,73 @@ func (m *Manager) Validate(ctx context.Context, id int64, pw []byte) (Entry, err
 	return e, nil
 }
 
-// Touch records activity of a session on this server; it is reported at the next tick.
+// Touch records that the session's client was heard now; it is reported at the next tick.
 func (m *Manager) Touch(id int64) {
+	now := m.o.Now()
 	m.mu.Lock()
-	m.mu.active[id] = struct{}{}
+	m.mu.active[id] = now
 	m.mu.Unlock()
 }
 
-// TakeOver reports activity now, making this server the session's owner before it returns.
+// Kick asks for an activity report now if the session has activity not reported yet (its
+// lease ran short and its client spoke since the last renewal).
+func (m *Manager) Kick(id int64) {
+	m.mu.Lock()
+	_, pending := m.mu.active[id]
+	m.mu.Unlock()
+	if pending {
+		select {
+		case m.kick <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// Heard returns the basis of this server's lease on the session (see Manager) and a channel
+// closed after the next confirmed activity report. ok is false once the session is unknown
+// here, closed, or owned by another server as far as a renewal told.
+func (m *Manager) Heard(id int64) (at time.Time, ok bool, next <-chan struct{}) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	at, ok = m.mu.heard[id]
+	return at, ok, m.mu.renewed
+}
+
+// Forget drops the session's lease (its connection on this server ended).
+func (m *Manager) Forget(id int64) {
+	m.mu.Lock()
+	delete(m.mu.heard, id)
+	delete(m.mu.active, id)
+	m.mu.Unlock()
+}
+
+func (m *Manager) setHeard(id int64, at time.Time) {
+	m.mu.Lock()
+	if at.After(m.mu.heard[id]) {
+		m.mu.heard[id] = at
+	}
+	m.mu.Unlock()
+}
+
+// TakeOver makes this server the session's owner and renews it, through the meta shard. It
+// returns ErrExpired when the committed table holds the session closed or no longer holds it:
+// the local replica may be stale (this server was partitioned or paused), the outcome of the
+// committed command is not.
 func (m *Manager) TakeOver(ctx context.Context, id int64) error {
-	_, err := m.o.Meta.Propose(ctx, EncodeTakeOver(m.o.Self, m.o.Now().UnixMilli(), []int64{id}))
-	return err
+	start := m.o.Now()
+	if _, err := m.o.Meta.Propose(ctx, EncodeTakeOver(m.o.Self, start.UnixMilli(), []int64{id})); err != nil {
+		return err
+	}
+	// Propose returns after this replica applied the command: the table reflects it.
+	e, ok := m.o.Table.Get(id)
+	switch {
+	case !ok || e.Closing:
+		return ErrExpired
+	case e.Owner != m.o.Self:
+		return ErrMovedAway
+	}
+	m.setHeard(id, start)
+	return nil
 }
 
 // Close ends a session (client closeSession) and removes its ephemerals on every shard.
@@ -168,6 +238,9 @@ func (m *Manager) loop() {
 		case <-m.ctx.Done():
 			return
 		case <-t.C:
+		case <-m.kick:
+			m.reportActivity()
+			continue
 		}
 		m.reportActivity()
 		if m.o.Meta.IsLeader() {
@@ -180,53 +253,86 @@ func (m *Manager) loop() {
 	}
 }
 
+// reportActivity renews the sessions whose clients were heard since the last report, each
+// with the age of its latest activity, and, once the renewal committed, moves the lease basis
+// of those still alive and owned here forward.
 func (m *Manager) reportActivity() {
+	now := m.o.Now()
 	m.mu.Lock()
 	if len(m.mu.active) == 0 {
 		m.mu.Unlock()
 		return
 	}
-	ids := make([]int64, 0, len(m.mu.active))
-	for id := range m.mu.active {
-		ids = append(ids, id)
-	}
-	m.mu.active = map[int64]struct{}{}
+	heard := m.mu.active
+	m.mu.active = make(map[int64]time.Time, len(heard))
 	m.mu.Unlock()
+	rs := make([]Renewal, 0, len(heard))
+	for id, at := range heard {
+		rs = append(rs, Renewal{ID: id, Age: now.Sub(at)})
+	}
 	ctx, cancel := context.WithTimeout(m.ctx, 5*m.o.Tick)
 	defer cancel()
-	if _, err := m.o.Meta.Propose(ctx, EncodeTouch(m.o.Self, m.o.Now().UnixMilli(), ids)); err != nil {
-		m.o.Log.Warn("session activity report failed; will report again", "sessions", len(ids), "err", err)
+	if _, err := m.o.Meta.Propose(ctx, EncodeRenew(m.o.Self, now.UnixMilli(), rs)); err != nil {
+		if m.ctx.Err() == nil {
+			m.o.Log.Warn("session activity report failed; will report again", "sessions", len(rs), "err", err)
+		}
 		m.mu.Lock()
-		for _, id := range ids {
-			m.mu.active[id] = struct{}{}
+		for id, at := range heard {
+			if at.After(m.mu.active[id]) {
+				m.mu.active[id] = at
+			}
 		}
 		m.mu.Unlock()
+		return
 	}
+	// Propose returns after this replica applied the renewal: a session it found closed, or
+	// that another server took over, is no longer this server's to serve.
+	m.mu.Lock()
+	for id, at := range heard {
+		e, ok := m.o.Table.Get(id)
+		if !ok || e.Closing || e.Owner != m.o.Self {
+			delete(m.mu.heard, id)
+			continue
+		}
+		if at.After(m.mu.heard[id]) {
+			m.mu.heard[id] = at
+		}
+	}
+	close(m.mu.renewed)
+	m.mu.renewed = make(chan struct{})
+	m.mu.Unlock()
 }
 
 // leaderDuties expires overdue sessions and drives cleanup of closing ones.
+//
+// A session is overdue when a full timeout passed, on this server's monotonic clock, since
+// its client was last heard as the renewals this replica applied tell (Table.Seen), and since
+// this server became leader (a new leader grants everyone a full timeout). No other server's
+// clock is compared with this one. The Expire carries the index the table had applied when the
+// decision was made, and apply refuses it if a renewal committed after that index.
 func (m *Manager) leaderDuties() {
 	now := m.o.Now()
 	m.mu.Lock()
 	if m.mu.leaderSince.IsZero() {
 		m.mu.leaderSince = now
 	}
-	grace := m.mu.leaderSince.UnixMilli()
+	grace := m.mu.leaderSince
 	m.mu.Unlock()
+	basis := m.o.Table.Applied()
 	for _, e := range m.o.Table.List() {
 		if e.Closing {
 			m.startCleanup(e.ID)
 			continue
 		}
-		last := e.LastSeen
-		if grace > last {
-			last = grace // a new leader grants everyone a full timeout
+		last := grace
+		if seen, ok := m.o.Table.Seen(e.ID); ok && seen.After(last) {
+			last = seen
 		}
-		if last+int64(e.Timeout) >= now.UnixMilli() {
+		if now.Sub(last) <= time.Duration(e.Timeout)*time.Millisecond {
 			continue
 		}
 		ctx, cancel := context.WithTimeout(m.ctx, 5*m.o.Tick)
-		res, err := m.o.Meta.Propose(ctx, EncodeClose(e.ID, now.UnixMilli(), true))
+		res, err := m.o.Meta.Propose(ctx, EncodeExpire(e.ID, basis))
 		cancel()
 		if err != nil {
 			m.o.Log.Warn("session expiry proposal failed", "session", hexID(e.ID), "err", err)

@@ -2,6 +2,7 @@ package session
 
 import (
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"sync"
@@ -24,7 +25,7 @@ func (f *fakeMeta) Propose(_ context.Context, cmd []byte) (uint64, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.idx++
-	if cmd[0] == cmdClose {
+	if cmd[0] == cmdClose || cmd[0] == cmdExpire {
 		f.closes++
 	}
 	r, err := f.t.Update(sm.Entry{Index: f.idx, Cmd: cmd})
@@ -45,6 +46,7 @@ func TestNewLeaderGrantsFullTimeout(t *testing.T) {
 	now := time.Unix(1000, 0)
 	var clockMu sync.Mutex
 	clock := func() time.Time { clockMu.Lock(); defer clockMu.Unlock(); return now }
+	tb.now = func() time.Time { return clock().Add(-10 * time.Second) } // heard long ago
 	advance := func(d time.Duration) { clockMu.Lock(); now = now.Add(d); clockMu.Unlock() }
 	meta := &fakeMeta{t: tb}
 	for id := int64(1); id <= 5; id++ {
@@ -55,7 +57,9 @@ func TestNewLeaderGrantsFullTimeout(t *testing.T) {
 		CloseOnShards: func(context.Context, int64) error { return nil }}}
 	m.o.Log = discardLogger()
 	m.mu.cleaning = map[int64]bool{}
-	m.mu.active = map[int64]struct{}{}
+	m.mu.active = map[int64]time.Time{}
+	m.mu.heard = map[int64]time.Time{}
+	m.mu.renewed = make(chan struct{})
 	m.ctx, m.stop = context.WithCancel(context.Background())
 	defer m.Stop()
 
@@ -75,3 +79,80 @@ func TestNewLeaderGrantsFullTimeout(t *testing.T) {
 }
 
 func discardLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+func newTestManager(tb *Table, meta *fakeMeta, clock func() time.Time) *Manager {
+	m := &Manager{o: Options{Self: 1, Tick: time.Hour, Table: tb, Meta: meta, Now: clock, Log: discardLogger(),
+		CloseOnShards: func(context.Context, int64) error { return nil }}, kick: make(chan struct{}, 1)}
+	m.mu.cleaning = map[int64]bool{}
+	m.mu.active = map[int64]time.Time{}
+	m.mu.heard = map[int64]time.Time{}
+	m.mu.renewed = make(chan struct{})
+	m.ctx, m.stop = context.WithCancel(context.Background())
+	return m
+}
+
+// TestTakeOverAnswersFromTheCommittedTable: a take-over of a session the committed table holds
+// closing, or no longer holds, fails with ErrExpired, whatever the caller's view was; a
+// successful one sets the lease basis to the moment the take-over started.
+func TestTakeOverAnswersFromTheCommittedTable(t *testing.T) {
+	tb := NewTable(nil)
+	meta := &fakeMeta{t: tb}
+	now := time.Unix(1000, 0)
+	m := newTestManager(tb, meta, func() time.Time { return now })
+	defer m.Stop()
+	ctx := context.Background()
+	meta.Propose(ctx, EncodeCreate(Entry{ID: 5, Passwd: []byte{1}, Timeout: 6000, Owner: 2}))
+	meta.Propose(ctx, EncodeCreate(Entry{ID: 6, Passwd: []byte{1}, Timeout: 6000, Owner: 2}))
+	if err := m.TakeOver(ctx, 5); err != nil {
+		t.Fatal(err)
+	}
+	if h, ok, _ := m.Heard(5); !ok || !h.Equal(now) {
+		t.Fatalf("lease basis after take-over: %v %v", h, ok)
+	}
+	meta.Propose(ctx, EncodeExpire(6, tb.Applied()))
+	if err := m.TakeOver(ctx, 6); !errors.Is(err, ErrExpired) {
+		t.Fatalf("take-over of an expired session: %v", err)
+	}
+	if err := m.TakeOver(ctx, 77); !errors.Is(err, ErrExpired) {
+		t.Fatalf("take-over of an unknown session: %v", err)
+	}
+}
+
+// TestRenewalMovesLeaseOnlyForLiveOwnedSessions: a committed activity report moves the lease
+// basis to when each client was last heard, and drops the lease of a session the report found
+// closed or owned by another server; a failed report moves nothing.
+func TestRenewalMovesLeaseOnlyForLiveOwnedSessions(t *testing.T) {
+	tb := NewTable(nil)
+	meta := &fakeMeta{t: tb}
+	now := time.Unix(1000, 0)
+	m := newTestManager(tb, meta, func() time.Time { return now })
+	defer m.Stop()
+	ctx := context.Background()
+	for id := int64(1); id <= 3; id++ {
+		meta.Propose(ctx, EncodeCreate(Entry{ID: id, Passwd: []byte{1}, Timeout: 6000, Owner: 1}))
+		m.setHeard(id, now)
+	}
+	meta.Propose(ctx, EncodeTakeOver(2, now.UnixMilli(), []int64{2}))
+	meta.Propose(ctx, EncodeExpire(3, tb.Applied()))
+	heardAt := now.Add(time.Second)
+	now = heardAt
+	for id := int64(1); id <= 3; id++ {
+		m.Touch(id)
+	}
+	_, _, next := m.Heard(1)
+	now = now.Add(200 * time.Millisecond)
+	m.reportActivity()
+	select {
+	case <-next:
+	default:
+		t.Fatal("a confirmed report did not signal waiters")
+	}
+	if h, ok, _ := m.Heard(1); !ok || !h.Equal(heardAt) {
+		t.Fatalf("session 1: %v %v, want %v", h, ok, heardAt)
+	}
+	for _, id := range []int64{2, 3} {
+		if _, ok, _ := m.Heard(id); ok {
+			t.Fatalf("session %d keeps a lease after moving away or expiring", id)
+		}
+	}
+}

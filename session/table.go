@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"sort"
 	"sync"
+	"time"
 
 	sm "github.com/lni/dragonboat/v4/statemachine"
 )
@@ -26,6 +28,11 @@ type Entry struct {
 	Owner    uint64
 	LastSeen int64 // stamped Unix ms of the last reported activity
 	Closing  bool
+	// Renewed is the Raft index of the last applied command that renewed the session (its
+	// Create, a Touch, Renew or TakeOver). An Expire decided on a table that had applied up to
+	// index B closes the session only if Renewed <= B: a renewal committed between the decision
+	// and the Expire wins, without comparing any clocks.
+	Renewed uint64
 }
 
 // Command kinds.
@@ -39,6 +46,12 @@ const (
 	// can be applied after the new server's take-over, and must not take the session back (the
 	// new server would then close the client's fresh connection as "moved").
 	cmdTakeOver byte = 5
+	// cmdRenew reports activity per session with its age: the session's client was last heard
+	// ageMs before the command's stamped time. It never changes the owner (see cmdTakeOver).
+	cmdRenew byte = 6
+	// cmdExpire closes a session unless it was renewed after the index the expiry was decided
+	// on (see Entry.Renewed).
+	cmdExpire byte = 7
 )
 
 // Result values of applied commands.
@@ -83,6 +96,33 @@ func encodeActivity(cmd byte, owner uint64, now int64, ids []int64) []byte {
 	return b
 }
 
+// Renewal is one session of a Renew command: its client was last heard Age before the stamp.
+type Renewal struct {
+	ID  int64
+	Age time.Duration
+}
+
+// EncodeRenew encodes a Renew command: owner heard the sessions' clients, each Age before now.
+func EncodeRenew(owner uint64, now int64, rs []Renewal) []byte {
+	b := make([]byte, 0, 1+8+8+4+12*len(rs))
+	b = append(b, cmdRenew)
+	b = binary.BigEndian.AppendUint64(b, owner)
+	b = binary.BigEndian.AppendUint64(b, uint64(now))
+	b = binary.BigEndian.AppendUint32(b, uint32(len(rs)))
+	for _, r := range rs {
+		b = binary.BigEndian.AppendUint64(b, uint64(r.ID))
+		b = binary.BigEndian.AppendUint32(b, uint32(min(max(r.Age.Milliseconds(), 0), math.MaxUint32)))
+	}
+	return b
+}
+
+// EncodeExpire encodes an Expire command: the meta leader found the session overdue on a table
+// that had applied everything up to index basis.
+func EncodeExpire(id int64, basis uint64) []byte {
+	b := binary.BigEndian.AppendUint64([]byte{cmdExpire}, uint64(id))
+	return binary.BigEndian.AppendUint64(b, basis)
+}
+
 // EncodeClose encodes a Close command. With expireCheck, the session is closed only if its
 // deadline (LastSeen+Timeout) is before now; otherwise the result is ResultAlive.
 func EncodeClose(id int64, now int64, expireCheck bool) []byte {
@@ -110,11 +150,19 @@ type Change struct {
 
 // Table is the replicated session table (a dragonboat IStateMachine). Get and List may be called
 // concurrently with Update.
+//
+// Besides the replicated entries, every replica keeps one local fact per session: the time on
+// its own monotonic clock at which the session's client was last heard, as far as the renewals
+// this replica applied tell (Seen). It is not part of the replicated state (a replica restored
+// from a snapshot sets it to the restore time, later than the truth); only the meta leader's
+// expiry decision reads it, and Expire's apply re-checks that decision deterministically.
 type Table struct {
 	onChange func(Change)
+	now      func() time.Time // monotonic clock for Seen (tests replace it)
 	mu       struct {
 		sync.RWMutex
 		sessions map[int64]*Entry
+		seen     map[int64]time.Time
 		applied  uint64
 	}
 }
@@ -122,9 +170,35 @@ type Table struct {
 // NewTable returns an empty table; onChange (may be nil) is called synchronously from Update for
 // owner changes and closes; it must not block.
 func NewTable(onChange func(Change)) *Table {
-	t := &Table{onChange: onChange}
+	t := &Table{onChange: onChange, now: time.Now}
 	t.mu.sessions = map[int64]*Entry{}
+	t.mu.seen = map[int64]time.Time{}
 	return t
+}
+
+// Seen returns the local monotonic time at which the session's client was last heard, by the
+// renewals this replica applied (or when this replica loaded the session from a snapshot).
+func (t *Table) Seen(id int64) (time.Time, bool) {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	s, ok := t.mu.seen[id]
+	return s, ok
+}
+
+// Applied returns the Raft index of the last applied command.
+func (t *Table) Applied() uint64 {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	return t.mu.applied
+}
+
+// renewLocked marks a live entry renewed at index, its client heard age before now.
+func (t *Table) renewLocked(e *Entry, index uint64, age time.Duration) {
+	e.Renewed = index
+	at := t.now().Add(-age)
+	if at.After(t.mu.seen[e.ID]) {
+		t.mu.seen[e.ID] = at
+	}
 }
 
 // Get returns a copy of the session's entry.
@@ -159,13 +233,10 @@ func (t *Table) Len() int {
 
 // Update applies one command.
 func (t *Table) Update(ent sm.Entry) (sm.Result, error) {
-	v, changes, err := t.apply(ent.Cmd)
+	v, changes, err := t.apply(ent.Cmd, ent.Index)
 	if err != nil {
 		return sm.Result{}, err
 	}
-	t.mu.Lock()
-	t.mu.applied = ent.Index
-	t.mu.Unlock()
 	if t.onChange != nil {
 		for _, c := range changes {
 			t.onChange(c)
@@ -174,12 +245,13 @@ func (t *Table) Update(ent sm.Entry) (sm.Result, error) {
 	return sm.Result{Value: v}, nil
 }
 
-func (t *Table) apply(cmd []byte) (uint64, []Change, error) {
+func (t *Table) apply(cmd []byte, index uint64) (uint64, []Change, error) {
 	if len(cmd) == 0 {
 		return 0, nil, ErrMalformed
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	t.mu.applied = index
 	body := cmd[1:]
 	switch cmd[0] {
 	case cmdCreate:
@@ -201,6 +273,7 @@ func (t *Table) apply(cmd []byte) (uint64, []Change, error) {
 			return ResultExists, nil, nil
 		}
 		t.mu.sessions[e.ID] = e
+		t.renewLocked(e, index, 0)
 		return ResultOK, nil, nil
 	case cmdTouch, cmdTakeOver:
 		if len(body) < 20 {
@@ -222,12 +295,53 @@ func (t *Table) apply(cmd []byte) (uint64, []Change, error) {
 			if now > e.LastSeen {
 				e.LastSeen = now
 			}
+			t.renewLocked(e, index, 0)
 			if cmd[0] == cmdTakeOver && e.Owner != owner {
 				changes = append(changes, Change{ID: id, Owner: owner, OwnerWas: e.Owner})
 				e.Owner = owner
 			}
 		}
 		return ResultOK, changes, nil
+	case cmdRenew:
+		if len(body) < 20 {
+			return 0, nil, ErrMalformed
+		}
+		now := int64(binary.BigEndian.Uint64(body[8:]))
+		n := int(binary.BigEndian.Uint32(body[16:]))
+		if len(body) != 20+12*n {
+			return 0, nil, ErrMalformed
+		}
+		for i := 0; i < n; i++ {
+			r := body[20+12*i:]
+			id := int64(binary.BigEndian.Uint64(r))
+			age := int64(binary.BigEndian.Uint32(r[8:]))
+			e, ok := t.mu.sessions[id]
+			if !ok || e.Closing {
+				continue
+			}
+			if now-age > e.LastSeen {
+				e.LastSeen = now - age
+			}
+			t.renewLocked(e, index, time.Duration(age)*time.Millisecond)
+		}
+		return ResultOK, nil, nil
+	case cmdExpire:
+		if len(body) != 16 {
+			return 0, nil, ErrMalformed
+		}
+		id := int64(binary.BigEndian.Uint64(body))
+		basis := binary.BigEndian.Uint64(body[8:])
+		e, ok := t.mu.sessions[id]
+		switch {
+		case !ok:
+			return ResultNotFound, nil, nil
+		case e.Closing:
+			return ResultClosing, nil, nil
+		case e.Renewed > basis:
+			return ResultAlive, nil, nil
+		}
+		e.Closing = true
+		return ResultOK, []Change{{ID: id, Owner: e.Owner, OwnerWas: e.Owner, Closing: true}}, nil
 	case cmdClose:
 		if len(body) < 17 {
 			return 0, nil, ErrMalformed
@@ -254,6 +368,7 @@ func (t *Table) apply(cmd []byte) (uint64, []Change, error) {
 		id := int64(binary.BigEndian.Uint64(body))
 		if e, ok := t.mu.sessions[id]; ok && e.Closing {
 			delete(t.mu.sessions, id)
+			delete(t.mu.seen, id)
 			return ResultOK, nil, nil
 		}
 		return ResultNotFound, nil, nil
@@ -273,9 +388,17 @@ func (t *Table) Lookup(q interface{}) (interface{}, error) {
 	return nil, nil
 }
 
+// Snapshot layout. Version 1 is a bare sequence of entries (id, timeout, owner, lastSeen,
+// closing, passwd) and starts with a session id's top byte, a server id (1..254) or nothing;
+// version 2 starts with snapshotMagic and the version and adds Renewed after each entry.
+const (
+	snapshotMagic   = 0xFF
+	snapshotVersion = 2
+)
+
 // SaveSnapshot writes the table.
 func (t *Table) SaveSnapshot(w io.Writer, _ sm.ISnapshotFileCollection, _ <-chan struct{}) error {
-	var b []byte
+	b := []byte{snapshotMagic, snapshotVersion}
 	for _, e := range t.List() {
 		b = binary.BigEndian.AppendUint64(b, uint64(e.ID))
 		b = binary.BigEndian.AppendUint32(b, uint32(e.Timeout))
@@ -288,6 +411,7 @@ func (t *Table) SaveSnapshot(w io.Writer, _ sm.ISnapshotFileCollection, _ <-chan
 		}
 		b = append(b, byte(len(e.Passwd)))
 		b = append(b, e.Passwd...)
+		b = binary.BigEndian.AppendUint64(b, e.Renewed)
 	}
 	_, err := w.Write(b)
 	return err
@@ -299,7 +423,16 @@ func (t *Table) RecoverFromSnapshot(r io.Reader, _ []sm.SnapshotFile, _ <-chan s
 	if err != nil {
 		return err
 	}
+	v2 := len(b) >= 2 && b[0] == snapshotMagic
+	if v2 {
+		if b[1] != snapshotVersion {
+			return fmt.Errorf("%w: snapshot version %d", ErrMalformed, b[1])
+		}
+		b = b[2:]
+	}
 	m := map[int64]*Entry{}
+	seen := map[int64]time.Time{}
+	loaded := t.now()
 	for len(b) > 0 {
 		if len(b) < 30 {
 			return ErrMalformed
@@ -311,11 +444,20 @@ func (t *Table) RecoverFromSnapshot(r io.Reader, _ []sm.SnapshotFile, _ <-chan s
 			return ErrMalformed
 		}
 		e.Passwd = append([]byte(nil), b[30:30+n]...)
-		m[e.ID] = e
 		b = b[30+n:]
+		if v2 {
+			if len(b) < 8 {
+				return ErrMalformed
+			}
+			e.Renewed = binary.BigEndian.Uint64(b)
+			b = b[8:]
+		}
+		m[e.ID] = e
+		seen[e.ID] = loaded
 	}
 	t.mu.Lock()
 	t.mu.sessions = m
+	t.mu.seen = seen
 	t.mu.Unlock()
 	return nil
 }

@@ -2,8 +2,10 @@ package session
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
 	"testing"
+	"time"
 
 	sm "github.com/lni/dragonboat/v4/statemachine"
 )
@@ -72,7 +74,7 @@ func TestTableSnapshotRoundTrip(t *testing.T) {
 
 func TestTableRejectsMalformed(t *testing.T) {
 	tb := NewTable(nil)
-	for i, cmd := range [][]byte{nil, {cmdCreate, 1, 2}, {cmdTouch, 0}, {cmdClose}, {cmdCleaned, 1}, {99}} {
+	for i, cmd := range [][]byte{nil, {cmdCreate, 1, 2}, {cmdTouch, 0}, {cmdClose}, {cmdCleaned, 1}, {cmdRenew, 0}, {cmdExpire, 1, 2}, {99}} {
 		if _, err := tb.Update(sm.Entry{Index: uint64(i + 1), Cmd: cmd}); err == nil {
 			t.Errorf("#%d: malformed command %v accepted", i, cmd)
 		}
@@ -93,5 +95,71 @@ func TestTouchDoesNotTakeOwnership(t *testing.T) {
 	}
 	if len(changes) != 1 || changes[0].Owner != 2 || changes[0].OwnerWas != 1 {
 		t.Fatalf("changes %+v, want one move 1 -> 2", changes)
+	}
+}
+
+// TestExpireLosesToLaterRenewal: an Expire decided on a table at index B closes the session
+// only if no renewal (Renew, Touch, TakeOver) of it was applied after B; Renew moves LastSeen to
+// the stamp minus each session's age and never revives a closing session.
+func TestExpireLosesToLaterRenewal(t *testing.T) {
+	tb := NewTable(nil)
+	apply(t, tb, 1, EncodeCreate(Entry{ID: 7, Timeout: 1000, Owner: 1, LastSeen: 10, Passwd: []byte("p")}))
+	apply(t, tb, 2, EncodeRenew(1, 5000, []Renewal{{ID: 7, Age: 1500 * time.Millisecond}, {ID: 99}}))
+	if e, _ := tb.Get(7); e.LastSeen != 3500 || e.Renewed != 2 {
+		t.Fatalf("after a renewal with age 1.5 s: %+v", e)
+	}
+	if got := apply(t, tb, 3, EncodeExpire(7, 1)); got != ResultAlive {
+		t.Fatalf("expire decided at index 1, renewed at 2: result %d, want alive", got)
+	}
+	if got := apply(t, tb, 4, EncodeExpire(7, 3)); got != ResultOK {
+		t.Fatalf("expire decided at index 3: result %d, want ok", got)
+	}
+	apply(t, tb, 5, EncodeRenew(1, 9000, []Renewal{{ID: 7}}))
+	apply(t, tb, 6, EncodeTakeOver(1, 9000, []int64{7}))
+	if e, _ := tb.Get(7); !e.Closing || e.Renewed != 2 {
+		t.Fatalf("a closing session was renewed: %+v", e)
+	}
+	if got := apply(t, tb, 7, EncodeExpire(7, 6)); got != ResultClosing {
+		t.Fatalf("second expire: %d", got)
+	}
+}
+
+// TestSeenIsLocalApplyTimeMinusAge: the local fact the leader's expiry decision reads is this
+// replica's clock at apply minus the reported age, never moving back.
+func TestSeenIsLocalApplyTimeMinusAge(t *testing.T) {
+	tb := NewTable(nil)
+	now := time.Unix(100, 0)
+	tb.now = func() time.Time { return now }
+	apply(t, tb, 1, EncodeCreate(Entry{ID: 7, Timeout: 1000, Owner: 1, Passwd: []byte("p")}))
+	now = now.Add(time.Second)
+	apply(t, tb, 2, EncodeRenew(1, 0, []Renewal{{ID: 7, Age: 300 * time.Millisecond}}))
+	if s, _ := tb.Seen(7); !s.Equal(time.Unix(100, 700e6)) {
+		t.Fatalf("seen %v", s)
+	}
+	apply(t, tb, 3, EncodeRenew(1, 0, []Renewal{{ID: 7, Age: 5 * time.Second}}))
+	if s, _ := tb.Seen(7); !s.Equal(time.Unix(100, 700e6)) {
+		t.Fatalf("an older report moved seen back: %v", s)
+	}
+}
+
+// TestTableReadsVersion1Snapshot: a snapshot written before Renewed existed (no header) loads,
+// with Renewed 0.
+func TestTableReadsVersion1Snapshot(t *testing.T) {
+	var b []byte
+	b = binary.BigEndian.AppendUint64(b, uint64(3<<56|5))
+	b = binary.BigEndian.AppendUint32(b, 4000)
+	b = binary.BigEndian.AppendUint64(b, 3)
+	b = binary.BigEndian.AppendUint64(b, 1234)
+	b = append(b, 0, 2, 'p', 'w')
+	tb := NewTable(nil)
+	if err := tb.RecoverFromSnapshot(bytes.NewReader(b), nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	e, ok := tb.Get(3<<56 | 5)
+	if !ok || e.Timeout != 4000 || e.Owner != 3 || e.LastSeen != 1234 || string(e.Passwd) != "pw" || e.Renewed != 0 {
+		t.Fatalf("%v %+v", ok, e)
+	}
+	if _, ok := tb.Seen(3<<56 | 5); !ok {
+		t.Fatal("a loaded session has no local seen time")
 	}
 }

@@ -45,6 +45,11 @@ func (s *State) Apply(b *Batch) (BatchResult, []Event) {
 			}
 			zxid := nextZxid(s.lastZxid, s.cfg.Tag, b.Time, op.MinZxid)
 			s.lastZxid = zxid
+			if b.SessionFence && s.sessionClosed(op) {
+				// An error txn, as ZooKeeper makes of a request on an expired session.
+				results[i] = OpResult{Zxid: zxid, Err: wire.ErrSessionExpired}
+				continue
+			}
 			results[i] = s.applyOp(op, zxid, opTime(b.Time, zxid), &events)
 		}
 		s.finish(b.Proposer, p, b, results)
@@ -152,6 +157,12 @@ func (s *State) applyOp(op *Op, zxid, time int64, events *[]Event) OpResult {
 		res.Body = encode(&wire.MultiResponse{Results: results})
 		return res
 	case wire.OpCloseSession:
+		if isCloseFence(op.Body) {
+			if op.Session != 0 {
+				s.addTombstone(op.Session, t.time)
+			}
+			break
+		}
 		t.closeSession(op.Session)
 	default:
 		return s.fail(res, wire.ErrUnimplemented)
@@ -165,6 +176,21 @@ func (s *State) applyOp(op *Op, zxid, time int64, events *[]Event) OpResult {
 	}
 	return res
 }
+
+// sessionClosed reports whether op is a write of a session this shard holds a tombstone of.
+func (s *State) sessionClosed(op *Op) bool {
+	return op.Session != 0 && op.Code != wire.OpCloseSession && s.tombstones.has(op.Session)
+}
+
+// CloseSessionFence returns the body of an OpCloseSession that only records the session's
+// tombstone and deletes nothing: the first of the two rounds in which a closed session ends on
+// the data shards (every shard refuses its writes before any shard deletes its ephemerals).
+// An empty body closes the session: tombstone and ephemerals.
+func CloseSessionFence() []byte { return []byte{closeFenceMarker} }
+
+const closeFenceMarker = 1
+
+func isCloseFence(body []byte) bool { return len(body) == 1 && body[0] == closeFenceMarker }
 
 func (s *State) fail(res OpResult, err wire.Err) OpResult {
 	res.Err = err

@@ -9,7 +9,8 @@ import (
 
 // Batch encoding (the Raft entry's Cmd), all integers varint-encoded:
 //
-//	u8 version (3) | uvarint Proposer | uvarint Seq | varint Time | u8 flags (bit 0: Control)
+//	u8 version (3) | uvarint Proposer | uvarint Seq | varint Time
+//	    | u8 flags (bit 0: Control, bit 1: SessionFence)
 //	    | uvarint len(Ops) | Op...
 //	Op: varint Session | varint Code | varint MinZxid | varint ViewZxid | uvarint len(Auth)
 //	    | (str Scheme, str ID)... | bytes Body
@@ -28,7 +29,10 @@ const batchVersion = 3
 // resultVersion is the BatchResult layout's version (results are cached in the shard state).
 const resultVersion = 2
 
-const batchFlagControl = 1
+const (
+	batchFlagControl      = 1
+	batchFlagSessionFence = 2
+)
 
 // AppendTo appends the encoding of the batch to dst.
 func (b *Batch) AppendTo(dst []byte) []byte {
@@ -39,6 +43,9 @@ func (b *Batch) AppendTo(dst []byte) []byte {
 	var flags byte
 	if b.Control {
 		flags |= batchFlagControl
+	}
+	if b.SessionFence {
+		flags |= batchFlagSessionFence
 	}
 	dst = append(dst, flags)
 	dst = binary.AppendUvarint(dst, uint64(len(b.Ops)))
@@ -72,10 +79,11 @@ func DecodeBatch(data []byte) (Batch, error) {
 	b.Time = r.varint()
 	if v >= 2 {
 		flags := r.byte()
-		if flags&^batchFlagControl != 0 {
+		if flags&^(batchFlagControl|batchFlagSessionFence) != 0 {
 			r.fail("flags")
 		}
 		b.Control = flags&batchFlagControl != 0
+		b.SessionFence = flags&batchFlagSessionFence != 0
 	}
 	n := r.count(5) // an op takes at least 5 bytes
 	if n > 0 {

@@ -462,3 +462,54 @@ func TestNextZxid(t *testing.T) {
 		}
 	}
 }
+
+// TestSessionFence: in a SessionFence batch every write of a session the shard holds a
+// tombstone of fails with SESSIONEXPIRED (and consumes its zxid, as an error txn); a batch
+// without the flag (an older server's log) refuses only ephemeral creates, as before. The fence
+// round of a close records the tombstone and deletes nothing; the second round deletes.
+func TestSessionFence(t *testing.T) {
+	s := NewState(StateConfig{OwnsRoot: true})
+	eph := opCreate("/lock", nil, wire.FlagEphemeral)
+	eph.Session = 7
+	s.Apply(batch(1, 1, 1000, eph, opCreate("/data", nil, 0)))
+	fence := Op{Code: wire.OpCloseSession, Session: 7, Body: CloseSessionFence()}
+	fenceBatch := batch(1, 2, 1001, fence)
+	fenceBatch.SessionFence = true
+	if r, _ := s.Apply(fenceBatch); r.Results[0].Err != wire.ErrOK {
+		t.Fatalf("fence: %v", r.Results[0].Err)
+	}
+	if _, ok := s.View(1).Get("/lock"); !ok {
+		t.Fatal("the fence round deleted the ephemeral")
+	}
+	set := opSet("/data", []byte("late"), -1)
+	set.Session = 7
+	b := batch(1, 3, 1002, set)
+	b.SessionFence = true
+	before := s.lastZxid
+	r, _ := s.Apply(b)
+	if r.Results[0].Err != wire.ErrSessionExpired || r.Results[0].Zxid <= before {
+		t.Fatalf("write of a closed session: %v zxid %d (before %d)", r.Results[0].Err, r.Results[0].Zxid, before)
+	}
+	if n, ok := s.View(1).Get("/data"); !ok || len(n.Data()) != 0 {
+		t.Fatal("the refused write changed the node")
+	}
+	// The same write in a batch from before the flag applies, as it did then.
+	old := batch(1, 4, 1003, set)
+	if r, _ := s.Apply(old); r.Results[0].Err != wire.ErrOK {
+		t.Fatalf("unfenced batch: %v", r.Results[0].Err)
+	}
+	// Other sessions are not affected.
+	other := opSet("/data", []byte("x"), -1)
+	other.Session = 8
+	b = batch(1, 5, 1004, other)
+	b.SessionFence = true
+	if r, _ := s.Apply(b); r.Results[0].Err != wire.ErrOK {
+		t.Fatalf("another session's write: %v", r.Results[0].Err)
+	}
+	b = batch(1, 6, 1005, Op{Code: wire.OpCloseSession, Session: 7})
+	b.SessionFence = true
+	s.Apply(b)
+	if _, ok := s.View(1).Get("/lock"); ok {
+		t.Fatal("the close round left the ephemeral")
+	}
+}

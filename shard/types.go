@@ -40,7 +40,13 @@ type Batch struct {
 	// and is applied even while the shard holds a prepared transaction. Client and internal ops in a control batch, and transaction
 	// ops in any other batch, fail with UNIMPLEMENTED without consuming a zxid.
 	Control bool
-	Ops     []Op
+	// SessionFence marks a batch whose ops of a closed session (one this shard holds a
+	// tombstone of) fail with SESSIONEXPIRED, whatever they are. Every batch a current proposer
+	// builds has it; a batch from before the flag existed (an older server's log) applies as it
+	// did then, ephemeral creates alone being refused, so replaying an old log stays
+	// deterministic. An older server refuses a batch with the flag (unknown flags are an error).
+	SessionFence bool
+	Ops          []Op
 }
 
 // BatchStatus says what the shard did with a batch.

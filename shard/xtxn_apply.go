@@ -33,6 +33,9 @@ type preparedTxn struct {
 	auth    []wire.ID
 	minZxid int64
 	time    int64 // batch time of the prepare
+	// fenced: the prepare came in a SessionFence batch (a new prepare of a closed session
+	// fails). Only a fresh prepare reads it, so it is not persisted.
+	fenced bool
 	// floor is the reserved zxid counter reported by the prepare: every op applied while the
 	// transaction is prepared gets a counter below it. 0 only for a record written before
 	// reservations existed: then the shard blocks every batch, as it did then.
@@ -331,7 +334,7 @@ func (s *State) applyControlOp(b *Batch, op *Op, events *[]Event) OpResult {
 			return OpResult{Err: wire.ErrMarshallingError}
 		}
 		rep = s.txnPrepare(&preparedTxn{body: body, prep: p, session: op.Session,
-			auth: slices.Clone(op.Auth), minZxid: op.MinZxid, time: b.Time})
+			auth: slices.Clone(op.Auth), minZxid: op.MinZxid, time: b.Time, fenced: b.SessionFence})
 	case OpTxnCommit:
 		c, err := DecodeTxnCommit(op.Body)
 		if err != nil {
@@ -377,6 +380,9 @@ func (s *State) txnPrepare(p *preparedTxn) TxnReply {
 		// A repeat of a prepare recorded before reservations: nothing applied since.
 		p = s.prepared
 		floor = ZxidCounter(nextZxid(s.lastZxid, s.cfg.Tag, p.time, p.minZxid))
+	case p.fenced && p.prep.Move == nil && p.session != 0 && s.tombstones.has(p.session):
+		// A new prepare for a closed session fails, as its writes do (Batch.SessionFence).
+		return TxnReply{Outcome: TxnFailed, FailErr: wire.ErrSessionExpired}
 	default:
 		floor = reservedFloor(s.lastZxid, s.cfg.Tag, p.time, p.minZxid)
 	}

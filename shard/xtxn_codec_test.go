@@ -221,8 +221,8 @@ func TestTxnCodecRoundTrip(t *testing.T) {
 	}
 }
 
-// TestBatchCodecControl: the Control flag survives the codec; a version 1 batch (no flags
-// byte) still decodes, as a client batch; unknown flags are refused.
+// TestBatchCodecControl: the Control and SessionFence flags survive the codec; a version 1
+// batch (no flags byte) still decodes, as a client batch; unknown flags are refused.
 func TestBatchCodecControl(t *testing.T) {
 	b := Batch{Proposer: 5, Seq: 2, Time: 9, Control: true, Ops: []Op{{Code: OpTxnAbort, Body: (&TxnAbort{ID: 3}).AppendTo(nil)}}}
 	got, err := DecodeBatch(b.AppendTo(nil))
@@ -234,8 +234,12 @@ func TestBatchCodecControl(t *testing.T) {
 	if err != nil || got.Control || got.Proposer != 5 || got.Seq != 2 || got.Time != 9 || len(got.Ops) != 1 || got.Ops[0].Code != wire.OpDelete {
 		t.Fatalf("version 1 batch: %v %+v", err, got)
 	}
+	f := Batch{Proposer: 5, Seq: 2, Time: 9, SessionFence: true, Ops: []Op{{Code: wire.OpDelete}}}
+	if got, err := DecodeBatch(f.AppendTo(nil)); err != nil || !got.SessionFence || got.Control {
+		t.Fatalf("fenced batch: %v %+v", err, got)
+	}
 	enc := b.AppendTo(nil)
-	enc[4] = 2 // the flags byte
+	enc[4] = 4 // the flags byte
 	if _, err := DecodeBatch(enc); !errors.Is(err, ErrMalformedBatch) {
 		t.Fatalf("unknown batch flag: %v", err)
 	}

@@ -1,0 +1,111 @@
+package server
+
+import (
+	"time"
+)
+
+// Session leases (docs/design.md §4, "Leases: no reply after a possible expiry").
+//
+// The session manager knows, for every session this server serves, the latest time its client
+// was heard as carried by a renewal that committed with the session alive and owned here
+// (session.Manager.Heard, the lease basis h). The meta leader cannot expire the session before
+// h + T (T the negotiated timeout). A client leaves CONNECTED at the latest 2T/3 after the last
+// bytes it received (the read timeout of the Java client, go-zookeeper and kazoo). So the
+// connection sends nothing after h + T/3 - T/20: the client is then sure to see Disconnected
+// before the session can be expired anywhere, with T/20 for network delay and clock rates.
+//
+// A connection whose lease has lapsed holds its output, asks for a renewal if its client spoke
+// since the last one, and sends once a renewal commits. A session with no renewal for 2T/3 has
+// its connection closed by the watchdog, so the client moves to a server that can reach the
+// quorum while its session is still alive.
+
+// leaseEnd is the last moment a connection may send on a session heard at h.
+func leaseEnd(h time.Time, timeout time.Duration) time.Time { return h.Add(timeout/3 - timeout/20) }
+
+// leaseDrop is when the watchdog closes a session's connection that has not been renewed
+// since h.
+func leaseDrop(h time.Time, timeout time.Duration) time.Time { return h.Add(2 * timeout / 3) }
+
+// leaseGate returns once the connection may send under a valid lease (true), or false when it
+// must close: the session is closed or owned elsewhere, the lease was not renewed in time, or
+// the connection is closing. The closeSession reply passes: it ends the session.
+func (c *conn) leaseGate() bool {
+	if c.sessionID == 0 || c.s.o.Sessions == nil || c.closingSession.Load() {
+		return true
+	}
+	for {
+		h, ok, next := c.s.o.Sessions.Heard(c.sessionID)
+		if !ok {
+			c.leaseLost("the session is closed or served by another server")
+			return false
+		}
+		now := time.Now()
+		if now.Before(leaseEnd(h, c.timeout)) {
+			return true
+		}
+		drop := leaseDrop(h, c.timeout)
+		if !now.Before(drop) {
+			c.leaseLost("no session renewal for two thirds of the session timeout")
+			return false
+		}
+		c.s.o.Metrics.leaseWaits.Inc()
+		c.s.o.Sessions.Kick(c.sessionID)
+		t := time.NewTimer(drop.Sub(now))
+		select {
+		case <-next:
+		case <-t.C:
+		case <-c.wake:
+			// More output (the write loop takes it all once the gate opens), or the
+			// connection is closing: then nothing more is sent.
+			c.out.Lock()
+			closed := c.out.closed
+			c.out.Unlock()
+			if closed && !c.closingSession.Load() {
+				t.Stop()
+				return false
+			}
+		}
+		t.Stop()
+	}
+}
+
+func (c *conn) leaseLost(why string) {
+	c.s.o.Log.Info("closing connection: its session lease cannot be renewed", "session", sessionHex(c.sessionID),
+		"remote", c.nc.RemoteAddr().String(), "reason", why)
+}
+
+// watchdog closes the connections of sessions whose lease was not renewed for 2T/3 (see
+// above), whether or not they have output pending. It runs until the server closes.
+func (s *Server) watchdog(stop <-chan struct{}) {
+	t := time.NewTicker(watchdogEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+		}
+		now := time.Now()
+		s.mu.Lock()
+		var late []*conn
+		for id, c := range s.mu.bySess {
+			h, ok, _ := s.o.Sessions.Heard(id)
+			if !ok || !now.Before(leaseDrop(h, c.timeout)) {
+				late = append(late, c)
+			}
+		}
+		s.mu.Unlock()
+		for _, c := range late {
+			if c.closingSession.Load() {
+				continue
+			}
+			c.leaseLost("no session renewal for two thirds of the session timeout")
+			s.o.Metrics.leaseDrops.Inc()
+			go c.close("session lease lapsed")
+		}
+	}
+}
+
+// watchdogEvery is how often the watchdog looks; it adds at most this much to the moment a
+// client of a cut-off server sees Disconnected (2T/3), far below the T/3 to spare.
+const watchdogEvery = 100 * time.Millisecond
