@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Installs what Corral's tests need from Debian: Apache ZooKeeper 3.8 (the
-# differential-test oracle and benchmark baseline), its C client, and kazoo.
+# differential-test oracle and benchmark baseline), its C client, kazoo, and
+# iptables (the fault tests cut servers off from each other on loopback).
 # Idempotent: packages already installed are left alone, and `apt-get update`
 # runs only when something has to be installed. Non-interactive; run as root
 # (or with sudo available).
 set -euo pipefail
 
-PACKAGES=(zookeeper zookeeper-bin python3-kazoo)
+PACKAGES=(zookeeper zookeeper-bin python3-kazoo iptables)
 
 export DEBIAN_FRONTEND=noninteractive
 

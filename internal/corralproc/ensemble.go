@@ -53,6 +53,12 @@ type Options struct {
 	// StartTimeout bounds the wait for the servers to serve after they were
 	// launched (on top of ctx); default 60s.
 	StartTimeout time.Duration
+	// ServerUID runs single servers, by index, as another user id (and the same
+	// group id), so that a fault test can tell their packets apart with
+	// iptables' owner match (internal/nemesis). That user gets the server's
+	// directory; the ensemble and binary directories are made traversable.
+	// Needs root.
+	ServerUID map[int]int
 }
 
 func (o Options) withDefaults() Options {
@@ -263,12 +269,46 @@ func (e *Ensemble) launchLocked(s *server) error {
 	}
 	cmd := exec.Command(e.bin, "server", "--config", e.configPath(s), "--log-level", e.opts.LogLevel)
 	cmd.Dir = s.dir
+	if uid, ok := e.opts.ServerUID[s.myid-1]; ok {
+		if err := e.giveTo(s, uid); err != nil {
+			out.Close()
+			return err
+		}
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(uid)}}
+	}
 	p, err := procutil.Start(cmd, out)
 	if err != nil {
 		return fmt.Errorf("corralproc: starting server %d: %w", s.myid, err)
 	}
 	s.proc = p
 	return nil
+}
+
+// giveTo makes s's directory uid's and the directories it needs on the way
+// (the ensemble's, the binary's) traversable by everyone.
+func (e *Ensemble) giveTo(s *server, uid int) error {
+	for _, d := range []string{e.root, filepath.Dir(e.bin)} {
+		if err := os.Chmod(d, 0o755); err != nil {
+			return fmt.Errorf("corralproc: %w", err)
+		}
+	}
+	err := filepath.WalkDir(s.dir, func(path string, _ os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		return os.Lchown(path, uid, uid)
+	})
+	if err != nil {
+		return fmt.Errorf("corralproc: giving server %d to uid %d: %w", s.myid, uid, err)
+	}
+	return nil
+}
+
+// PeerPort returns server i's Raft (peer) port.
+func (e *Ensemble) PeerPort(i int) int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.servers[i].peerPort
 }
 
 // Size is the number of servers.

@@ -35,7 +35,11 @@ func Start(cmd *exec.Cmd, out *os.File) (*Process, error) {
 	cmd.Stdin = nil
 	cmd.Stdout = out
 	cmd.Stderr = out
-	cmd.SysProcAttr = sysProcAttr()
+	attr := sysProcAttr()
+	if cmd.SysProcAttr != nil {
+		attr.Credential = cmd.SysProcAttr.Credential // the caller's choice of user survives
+	}
+	cmd.SysProcAttr = attr
 	if err := cmd.Start(); err != nil {
 		out.Close()
 		return nil, err

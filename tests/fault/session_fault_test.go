@@ -12,18 +12,19 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/corral/corral/internal/corralproc"
+	"github.com/corral/corral/internal/nemesis"
 )
 
 // The session-fault tests cut one server off (a pause, or a partition from its peers) for
-// longer than the session timeout while a client pinned to it holds an ephemeral "lock" and
-// keeps writing, and a client of another server waits for the lock. They check the session
-// contract of docs/design.md §4:
+// longer than the session timeout while two clients pinned to it each hold an ephemeral "lock"
+// (one keeps writing, one keeps reading), and a client of the other servers waits for the
+// locks. They check the session contract of docs/design.md §4 for each pinned client:
 //
-//   - the pinned client leaves CONNECTED (sees Disconnected) before the majority expires its
-//     session (observed as the lock's deletion by the other client);
-//   - no operation of the pinned client is acknowledged on the old session after that;
-//   - after the fault heals, the pinned client's reconnect with the old session is answered
-//     with SESSIONEXPIRED (go-zookeeper's StateExpired), never CONNECTED.
+//   - it leaves CONNECTED (sees Disconnected) before the majority expires its session
+//     (observed as the lock's deletion by the other client);
+//   - none of its operations is acknowledged on the old session after that;
+//   - after the fault heals, its reconnect with the old session is answered with
+//     SESSIONEXPIRED (go-zookeeper's StateExpired), never CONNECTED.
 
 // sessionFaultTimeout is the negotiated session timeout of the tests (tickTime 1 s).
 const sessionFaultTimeout = 4 * time.Second
@@ -31,8 +32,45 @@ const sessionFaultTimeout = 4 * time.Second
 // fault cuts server i off and heals it again.
 type fault struct {
 	name string
+	// uid, if not 0, runs the victim under this user id (the partition's iptables rules tell
+	// its packets apart by it).
+	uid  int
 	cut  func(e *corralproc.Ensemble, i int) error
 	heal func(e *corralproc.Ensemble, i int) error
+}
+
+// nobody is the user id a partitioned server runs as.
+const nobody = 65534
+
+// partitionFault cuts the victim's Raft traffic with its peers in direction d (clients still
+// reach it).
+func partitionFault(d nemesis.Direction) fault {
+	var p *nemesis.Partition
+	return fault{
+		name: "partition-" + d.String(),
+		uid:  nobody,
+		cut: func(e *corralproc.Ensemble, i int) error {
+			var peers []int
+			for j := 0; j < e.Size(); j++ {
+				if j != i {
+					peers = append(peers, e.PeerPort(j))
+				}
+			}
+			var err error
+			p, err = nemesis.Isolate(e.PeerPort(i), nobody, peers, d)
+			return err
+		},
+		heal: func(*corralproc.Ensemble, int) error { return p.Heal() },
+	}
+}
+
+// TestPartitionedServerSessionExpires: the pinned client's server is cut off from both peers
+// for 12 s (3 session timeouts); clients still reach it.
+func TestPartitionedServerSessionExpires(t *testing.T) {
+	if err := nemesis.Available(); err != nil {
+		t.Skip(err)
+	}
+	runSessionFault(t, partitionFault(nemesis.Both), 12*time.Second)
 }
 
 var pauseFault = fault{
@@ -53,79 +91,109 @@ type stamped struct {
 	sid   int64
 }
 
+// pinned is a client connected only to the victim: it holds the ephemeral lock /lock-<name>
+// and either writes /data-<name> or reads its lock in a loop, recording when each operation
+// was acknowledged and on which session it was sent.
+type pinned struct {
+	name    string
+	writer  bool
+	c       *zk.Conn
+	session int64 // the session it held when the fault began
+
+	mu     sync.Mutex
+	events []stamped
+	acks   []stamped
+	evDone chan struct{}
+}
+
+func connectPinned(t *testing.T, addr, name string, writer bool) *pinned {
+	c, evs, err := zk.Connect([]string{addr}, sessionFaultTimeout, zk.WithLogInfo(false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &pinned{name: name, writer: writer, c: c, evDone: make(chan struct{})}
+	go func() {
+		defer close(p.evDone)
+		for ev := range evs {
+			if ev.Type == zk.EventSession {
+				p.mu.Lock()
+				p.events = append(p.events, stamped{at: time.Now(), state: ev.State, sid: c.SessionID()})
+				p.mu.Unlock()
+			}
+		}
+	}()
+	waitState(t, c, zk.StateHasSession)
+	p.session = c.SessionID()
+	acl := zk.WorldACL(zk.PermAll)
+	if _, err := c.Create("/data-"+name, nil, 0, acl); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Create("/lock-"+name, []byte(name), zk.FlagEphemeral, acl); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// run does the client's operations until stop is closed.
+func (p *pinned) run(stop <-chan struct{}) {
+	for i := 0; ; i++ {
+		select {
+		case <-stop:
+			return
+		default:
+		}
+		sid := p.c.SessionID()
+		var err error
+		if p.writer {
+			_, err = p.c.Set("/data-"+p.name, []byte(fmt.Sprint(i)), -1)
+		} else {
+			_, _, err = p.c.Get("/lock-" + p.name)
+		}
+		if err == nil {
+			p.mu.Lock()
+			p.acks = append(p.acks, stamped{at: time.Now(), sid: sid})
+			p.mu.Unlock()
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func (p *pinned) expiredAt() time.Time {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, ev := range p.events {
+		if ev.state == zk.StateExpired {
+			return ev.at
+		}
+	}
+	return time.Time{}
+}
+
 func runSessionFault(t *testing.T, f fault, outage time.Duration) {
 	if testing.Short() {
 		t.Skip("multi-process fault test")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	e, err := corralproc.Start(ctx, corralproc.Options{Servers: 3, Shards: 2, TickTime: time.Second})
+	opts := corralproc.Options{Servers: 3, Shards: 2, TickTime: time.Second}
+	if f.uid != 0 {
+		opts.ServerUID = map[int]int{0: f.uid}
+	}
+	e, err := corralproc.Start(ctx, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer e.Close()
 	const victim = 0
 
-	// The pinned client and its state changes, stamped when they arrive.
-	var evMu sync.Mutex
-	var events []stamped
-	a, evs, err := zk.Connect([]string{e.Addr(victim)}, sessionFaultTimeout, zk.WithLogInfo(false))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.Close()
-	evDone := make(chan struct{})
-	go func() {
-		defer close(evDone)
-		for ev := range evs {
-			if ev.Type != zk.EventSession {
-				continue
-			}
-			evMu.Lock()
-			events = append(events, stamped{at: time.Now(), state: ev.State, sid: a.SessionID()})
-			evMu.Unlock()
-		}
-	}()
-	waitState(t, a, zk.StateHasSession)
-	oldSession := a.SessionID()
-	acl := zk.WorldACL(zk.PermAll)
-	if _, err := a.Create("/data", nil, 0, acl); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := a.Create("/lock", []byte("a"), zk.FlagEphemeral, acl); err != nil {
-		t.Fatal(err)
-	}
-
-	// The pinned client writes until told to stop, recording when each write was
-	// acknowledged and on which session it was sent.
-	type ack struct {
-		at  time.Time
-		sid int64
-	}
-	var ackMu sync.Mutex
-	var acks []ack
+	clients := []*pinned{connectPinned(t, e.Addr(victim), "writer", true), connectPinned(t, e.Addr(victim), "reader", false)}
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for i := 0; ; i++ {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			sid := a.SessionID()
-			_, err := a.Set("/data", []byte(fmt.Sprint(i)), -1)
-			if err == nil {
-				ackMu.Lock()
-				acks = append(acks, ack{at: time.Now(), sid: sid})
-				ackMu.Unlock()
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
-	}()
-
+	for _, p := range clients {
+		defer p.c.Close()
+		wg.Add(1)
+		go func() { defer wg.Done(); p.run(stop) }()
+	}
 	b, _, err := zk.Connect([]string{e.Addr(1), e.Addr(2)}, sessionFaultTimeout, zk.WithLogInfo(false))
 	if err != nil {
 		t.Fatal(err)
@@ -149,83 +217,86 @@ func runSessionFault(t *testing.T, f fault, outage time.Duration) {
 	}
 	defer heal()
 
-	// The other client sees the lock go when the majority expires the session, and takes it.
-	var goneAt time.Time
-	for goneAt.IsZero() {
-		ok, _, err := b.Exists("/lock")
-		switch {
-		case err != nil && !errors.Is(err, zk.ErrConnectionClosed):
-			t.Fatalf("other client: %v", err)
-		case err == nil && !ok:
-			goneAt = time.Now()
-		case time.Since(cutAt) > outage+30*time.Second:
-			t.Fatal("the majority never expired the cut-off client's session")
+	// The other client sees each lock go when the majority expires its session, and takes it.
+	goneAt := make([]time.Time, len(clients))
+	for left := len(clients); left > 0; {
+		for i, p := range clients {
+			if !goneAt[i].IsZero() {
+				continue
+			}
+			ok, _, err := b.Exists("/lock-" + p.name)
+			switch {
+			case err != nil && !errors.Is(err, zk.ErrConnectionClosed):
+				t.Fatalf("other client: %v", err)
+			case err == nil && !ok:
+				goneAt[i] = time.Now()
+				left--
+				if _, err := b.Create("/lock-"+p.name, []byte("b"), zk.FlagEphemeral, zk.WorldACL(zk.PermAll)); err != nil {
+					t.Fatalf("the other client could not take the lock: %v", err)
+				}
+			}
+		}
+		if time.Since(cutAt) > outage+30*time.Second {
+			t.Fatal("the majority never expired the cut-off clients' sessions")
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	if _, err := b.Create("/lock", []byte("b"), zk.FlagEphemeral, acl); err != nil {
-		t.Fatalf("the other client could not take the lock: %v", err)
-	}
-	t.Logf("%s: lock released by the majority %.1fs after the cut", f.name, goneAt.Sub(cutAt).Seconds())
 	if d := time.Until(cutAt.Add(outage)); d > 0 {
 		time.Sleep(d)
 	}
 	healedAt := time.Now()
 	heal()
 
-	// The pinned client must learn that its session expired.
+	// Each pinned client must learn that its session expired.
 	deadline := time.Now().Add(30 * time.Second)
-	var expiredAt time.Time
-	for expiredAt.IsZero() && time.Now().Before(deadline) {
-		evMu.Lock()
-		for _, ev := range events {
-			if ev.state == zk.StateExpired {
-				expiredAt = ev.at
-				break
-			}
+	for _, p := range clients {
+		for p.expiredAt().IsZero() && time.Now().Before(deadline) {
+			time.Sleep(20 * time.Millisecond)
 		}
-		evMu.Unlock()
-		time.Sleep(20 * time.Millisecond)
 	}
 	close(stop)
 	wg.Wait()
-	a.Close()
-	<-evDone
-	if expiredAt.IsZero() {
-		t.Fatalf("the pinned client was never told its session expired (events %v)", describe(events, cutAt))
-	}
-
-	// Every state change of the old session after the cut: it must leave CONNECTED before the
-	// lock went, and never be connected on the old session again.
-	var disconnectedAt time.Time
-	for _, ev := range events {
-		if ev.at.Before(cutAt) {
-			continue
+	for i, p := range clients {
+		p.c.Close()
+		<-p.evDone
+		check := func(format string, args ...any) {
+			t.Errorf("%s, %s client: "+format+" (events%s)", append([]any{f.name, p.name}, append(args, describe(p.events, cutAt))...)...)
 		}
-		if ev.state == zk.StateDisconnected && disconnectedAt.IsZero() {
-			disconnectedAt = ev.at
+		expiredAt := p.expiredAt()
+		if expiredAt.IsZero() {
+			check("never told its session expired")
 		}
-		if ev.state == zk.StateHasSession && ev.sid == oldSession {
-			t.Errorf("the pinned client was accepted on its old session %.1fs after the cut (events %v)",
-				ev.at.Sub(cutAt).Seconds(), describe(events, cutAt))
+		// It must leave CONNECTED before the lock went, and never be connected on the old
+		// session again.
+		var disconnectedAt time.Time
+		for _, ev := range p.events {
+			if ev.at.Before(cutAt) {
+				continue
+			}
+			if ev.state == zk.StateDisconnected && disconnectedAt.IsZero() {
+				disconnectedAt = ev.at
+			}
+			if ev.state == zk.StateHasSession && ev.sid == p.session {
+				check("accepted on its old session %.1fs after the cut", ev.at.Sub(cutAt).Seconds())
+			}
 		}
-	}
-	if disconnectedAt.IsZero() || !disconnectedAt.Before(goneAt) {
-		t.Errorf("the pinned client did not see Disconnected before the majority released its lock "+
-			"(disconnected %v, lock gone %.1fs after the cut; events %v)", disconnectedAt, goneAt.Sub(cutAt).Seconds(), describe(events, cutAt))
-	}
-	late := 0
-	for _, k := range acks {
-		if k.sid == oldSession && k.at.After(goneAt) {
-			late++
+		if disconnectedAt.IsZero() || !disconnectedAt.Before(goneAt[i]) {
+			check("did not see Disconnected before the majority released its lock (%.1fs after the cut)",
+				goneAt[i].Sub(cutAt).Seconds())
 		}
+		late := 0
+		for _, k := range p.acks {
+			if k.sid == p.session && k.at.After(goneAt[i]) {
+				late++
+			}
+		}
+		if late > 0 {
+			check("%d operations acknowledged on the old session after the majority expired it", late)
+		}
+		t.Logf("%s, %s client: disconnected %.1fs after the cut, lock released at %.1fs, healed at %.1fs, told expired at %.1fs; %d operations acknowledged",
+			f.name, p.name, disconnectedAt.Sub(cutAt).Seconds(), goneAt[i].Sub(cutAt).Seconds(), healedAt.Sub(cutAt).Seconds(),
+			expiredAt.Sub(cutAt).Seconds(), len(p.acks))
 	}
-	if late > 0 {
-		t.Errorf("%d writes acknowledged on the old session after the majority expired it", late)
-	}
-	t.Logf("%s: disconnected %.1fs after the cut, lock gone at %.1fs, healed at %.1fs, told expired at %.1fs; %d writes acknowledged",
-		f.name, disconnectedAt.Sub(cutAt).Seconds(), goneAt.Sub(cutAt).Seconds(), healedAt.Sub(cutAt).Seconds(),
-		expiredAt.Sub(cutAt).Seconds(), len(acks))
 }
 
 func waitState(t *testing.T, c *zk.Conn, want zk.State) {
