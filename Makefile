@@ -3,7 +3,7 @@ GO        ?= go
 PKGS      ?= ./...
 TESTFLAGS ?= -count=1 -timeout 30m
 
-.PHONY: build deps test test-short test-race verify fuzz bench clean
+.PHONY: build deps test test-short test-race verify fuzz bench faults faults-soak clean
 
 build:
 	CGO_ENABLED=0 $(GO) build -o bin/corral ./cmd/corral
@@ -26,6 +26,16 @@ test-race:
 verify:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (gofmt -l $$(git ls-files '*.go'); exit 1)
 	$(GO) vet $(PKGS)
+
+# Fault tests over real processes (tests/fault; needs root for the iptables partitions, which
+# are skipped without it). `make test` runs them too; `faults-soak` adds FAULT_RUNS randomized
+# session-fault runs (pauses and partitions of a random server, docs/reliability.md).
+FAULT_RUNS ?= 50
+faults: build deps
+	$(GO) test -count=1 -timeout 30m -v ./tests/fault/
+
+faults-soak: build deps
+	CORRAL_FAULT_SOAK=$(FAULT_RUNS) $(GO) test -count=1 -timeout 180m -v -run TestSessionFaultSoak ./tests/fault/
 
 # Run every native fuzz target for a short while.
 FUZZTIME ?= 20s

@@ -44,6 +44,9 @@ type Options struct {
 	// StartTimeout bounds the wait for a server to serve after it was
 	// launched (on top of ctx); default 90s.
 	StartTimeout time.Duration
+	// ServerUID runs single servers, by index, as another user id (see
+	// corralproc.Options.ServerUID). Needs root.
+	ServerUID map[int]int
 }
 
 // Handy JVM flags.
@@ -253,12 +256,36 @@ func (e *Ensemble) launchLocked(s *server) error {
 	args = append(args, "-cp", Classpath(s.dir), MainClass, filepath.Join(s.dir, "zoo.cfg"))
 	cmd := exec.Command(e.java, args...)
 	cmd.Dir = s.dir
+	if uid, ok := e.opts.ServerUID[s.myid-1]; ok {
+		if err := procutil.RunAs(cmd, uid, s.dir, e.root); err != nil {
+			out.Close()
+			return fmt.Errorf("apachezk: server %d: %w", s.myid, err)
+		}
+	}
 	p, err := procutil.Start(cmd, out)
 	if err != nil {
 		return fmt.Errorf("apachezk: starting server %d: %w", s.myid, err)
 	}
 	s.proc = p
 	return nil
+}
+
+// QuorumPorts returns the ports server i listens on for its peers: the quorum port (on the
+// leader) and the election port.
+func (e *Ensemble) QuorumPorts(i int) []int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return []int{e.servers[i].peerPort, e.servers[i].electionPort}
+}
+
+// Pid returns server i's process id, 0 when it is not running.
+func (e *Ensemble) Pid(i int) int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if p := e.servers[i].proc; p != nil {
+		return p.Pid()
+	}
+	return 0
 }
 
 // Size is the number of servers.

@@ -270,11 +270,10 @@ func (e *Ensemble) launchLocked(s *server) error {
 	cmd := exec.Command(e.bin, "server", "--config", e.configPath(s), "--log-level", e.opts.LogLevel)
 	cmd.Dir = s.dir
 	if uid, ok := e.opts.ServerUID[s.myid-1]; ok {
-		if err := e.giveTo(s, uid); err != nil {
+		if err := procutil.RunAs(cmd, uid, s.dir, e.root, filepath.Dir(e.bin)); err != nil {
 			out.Close()
-			return err
+			return fmt.Errorf("corralproc: server %d: %w", s.myid, err)
 		}
-		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(uid)}}
 	}
 	p, err := procutil.Start(cmd, out)
 	if err != nil {
@@ -284,31 +283,12 @@ func (e *Ensemble) launchLocked(s *server) error {
 	return nil
 }
 
-// giveTo makes s's directory uid's and the directories it needs on the way
-// (the ensemble's, the binary's) traversable by everyone.
-func (e *Ensemble) giveTo(s *server, uid int) error {
-	for _, d := range []string{e.root, filepath.Dir(e.bin)} {
-		if err := os.Chmod(d, 0o755); err != nil {
-			return fmt.Errorf("corralproc: %w", err)
-		}
-	}
-	err := filepath.WalkDir(s.dir, func(path string, _ os.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		return os.Lchown(path, uid, uid)
-	})
-	if err != nil {
-		return fmt.Errorf("corralproc: giving server %d to uid %d: %w", s.myid, uid, err)
-	}
-	return nil
-}
-
-// PeerPort returns server i's Raft (peer) port.
-func (e *Ensemble) PeerPort(i int) int {
+// QuorumPorts returns the ports server i listens on for its peers: its Raft port (the
+// election port of server.N is accepted and unused).
+func (e *Ensemble) QuorumPorts(i int) []int {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	return e.servers[i].peerPort
+	return []int{e.servers[i].peerPort}
 }
 
 // Size is the number of servers.

@@ -54,11 +54,11 @@ type Partition struct {
 	rules [][]string // each a chain and its match and target, as passed to iptables -A
 }
 
-// Isolate cuts the server whose Raft port is port and which runs as uid off from the peers
-// listening on peers (their Raft ports), in direction d. A direction drops every packet that
+// Isolate cuts the server that listens for its peers on ports and runs as uid off from the
+// peers listening on peers, in direction d. A direction drops every packet that
 // travels that way, TCP acknowledgements included, as a broken link would: so an inbound cut
 // also stalls what the server sends on its own connections, as it would between hosts.
-func Isolate(port, uid int, peers []int, d Direction) (*Partition, error) {
+func Isolate(ports []int, uid int, peers []int, d Direction) (*Partition, error) {
 	Sweep()
 	pid := os.Getpid()
 	mark := strconv.Itoa(0x7c00_0000 | pid&0xffffff)
@@ -75,7 +75,9 @@ func Isolate(port, uid int, peers []int, d Direction) (*Partition, error) {
 		"-j", "CONNMARK", "--set-mark", mark)}
 	if d == Both || d == Inbound {
 		// Peers to server: on the connections they opened, and on those the server opened.
-		rules = append(rules, drop(rule("INPUT", "-i", "--dport", strconv.Itoa(port))))
+		for _, p := range ports {
+			rules = append(rules, drop(rule("INPUT", "-i", "--dport", strconv.Itoa(p))))
+		}
 		for _, p := range peers {
 			rules = append(rules, drop(rule("INPUT", "-i", "--sport", strconv.Itoa(p),
 				"-m", "connmark", "--mark", mark, "-m", "conntrack", "--ctdir", "REPLY")))
@@ -86,7 +88,9 @@ func Isolate(port, uid int, peers []int, d Direction) (*Partition, error) {
 		for _, p := range peers {
 			rules = append(rules, drop(rule("OUTPUT", "-o", append(uidMatch, "--dport", strconv.Itoa(p))...)))
 		}
-		rules = append(rules, drop(rule("OUTPUT", "-o", append(uidMatch, "--sport", strconv.Itoa(port))...)))
+		for _, p := range ports {
+			rules = append(rules, drop(rule("OUTPUT", "-o", append(uidMatch, "--sport", strconv.Itoa(p))...)))
+		}
 	}
 	pt := &Partition{}
 	for _, r := range rules {

@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
@@ -212,4 +213,26 @@ func Tail(data []byte, n int) string {
 		lines = lines[len(lines)-n:]
 	}
 	return strings.Join(lines, "\n")
+}
+
+// RunAs makes cmd run as uid (and the same gid): own, a directory the process writes, is
+// given to that user, and each of traverse is made readable and traversable by everyone.
+// Fault tests use it to tell a server's packets apart (internal/nemesis). Needs root.
+func RunAs(cmd *exec.Cmd, uid int, own string, traverse ...string) error {
+	for _, d := range traverse {
+		if err := os.Chmod(d, 0o755); err != nil {
+			return err
+		}
+	}
+	err := filepath.WalkDir(own, func(path string, _ os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		return os.Lchown(path, uid, uid)
+	})
+	if err != nil {
+		return fmt.Errorf("giving %s to uid %d: %w", own, uid, err)
+	}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(uid)}}
+	return nil
 }
