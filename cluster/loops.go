@@ -1,6 +1,10 @@
 package cluster
 
-import "time"
+import (
+	"context"
+	"sync"
+	"time"
+)
 
 // every runs fn every d until the server stops (s.ctx); the caller has added it to s.wg, which
 // Close waits for. The background duties (leader balancing, container expiry, transaction
@@ -23,4 +27,36 @@ func (s *Server) every(d time.Duration, fn func()) {
 func (s *Server) leads(shardID uint64) bool {
 	lid, _, ok, err := s.nh.GetLeaderID(shardID)
 	return err == nil && ok && lid == s.cfg.MyID
+}
+
+// maxReadAge is the staleness bound of reads (server.Options.MaxReadAge): ZooKeeper's
+// syncLimit × tickTime, the time after which a follower that has not heard from its leader
+// drops its clients.
+func (s *Server) maxReadAge() time.Duration {
+	if s.cfg.SyncLimit <= 0 {
+		return 5 * s.cfg.TickTime
+	}
+	return time.Duration(s.cfg.SyncLimit) * s.cfg.TickTime
+}
+
+// refreshReplicasOnce confirms with a catch-up round (a ReadIndex) that each local replica
+// holds what its shard committed, for every replica not confirmed in half the read bound, so
+// that reads find their replica fresh and take no round themselves. A replica cut off from
+// its shard's quorum stays unconfirmed, and reads of it catch up or close (server/route.go).
+func (s *Server) refreshReplicasOnce() {
+	half := s.maxReadAge() / 2
+	var wg sync.WaitGroup
+	for _, sh := range s.router.Shards() {
+		if sh.Age() <= half {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ctx, cancel := context.WithTimeout(s.ctx, half/2)
+			defer cancel()
+			s.router.EnsureFresh(ctx, sh, half)
+		}()
+	}
+	wg.Wait()
 }

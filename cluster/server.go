@@ -104,7 +104,8 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (*Server, error) {
 	}
 	s.registerGauges()
 	s.startAdmin()
-	s.wg.Add(4)
+	s.wg.Add(5)
+	go s.every(s.maxReadAge()/4, s.refreshReplicasOnce)
 	go s.every(membershipInterval, s.membershipOnce)
 	go s.every(txnRecoveryEvery, s.recoverTxnsOnce)
 	go s.every(s.cfg.ContainerCheck, s.expireContainersOnce)
@@ -462,6 +463,7 @@ func (s *Server) startClientPort() error {
 		ExtendedTypes: s.cfg.ExtendedTypes, Router: s.router, Sessions: s.sessions, Hub: s.hub,
 		Sync: s.Sync, Info: s.info, Metrics: server.NewMetrics(s.reg), Log: s.log,
 		OutstandingLimit: s.cfg.GlobalOutstandingLimit,
+		MaxReadAge:       s.maxReadAge(),
 	})
 	s.srvPtr.Store(s.client)
 	s.wg.Add(1)

@@ -2,7 +2,9 @@ package router
 
 import (
 	"context"
+	"math"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -16,7 +18,10 @@ type SyncFunc func(ctx context.Context, shardID uint64) error
 // ReadIndex rounds: a round covers only requests that arrived before it started, so a request
 // arriving while a round is in flight waits for the next one.
 type closer struct {
-	mu sync.Mutex
+	// fresh is when (monotonic nanoseconds, monoNow) the last successful round started: the
+	// local replica then held everything the shard committed before that moment.
+	fresh atomic.Int64
+	mu    sync.Mutex
 	// closed: every write of the shard committed before this server had observed zxid
 	// `closed` is applied locally (set from the server-wide maximum when a round started).
 	closed  int64
@@ -28,6 +33,41 @@ type round struct {
 	done     chan struct{}
 	err      error
 	observed int64 // the server's largest applied zxid when the round started
+	started  int64 // monoNow when the round started
+}
+
+// monoBase anchors monoNow: monotonic nanoseconds fit an atomic int64.
+var monoBase = time.Now()
+
+func monoNow() int64 { return int64(time.Since(monoBase)) }
+
+// Age returns how long ago the local replica of sh last confirmed, with a catch-up round, that
+// it held everything the shard had committed (a very large value before the first round).
+func (sh *Shard) Age() time.Duration {
+	f := sh.closer.fresh.Load()
+	if f == 0 {
+		return time.Duration(1<<62 - 1)
+	}
+	return time.Duration(monoNow() - f)
+}
+
+// EnsureFresh returns once the local replica of sh is known to hold everything the shard
+// committed less than maxAge ago: at once when a catch-up round that started that recently
+// succeeded, otherwise after a round that starts after the call. A replica cut off from its
+// shard's quorum fails here (ctx's deadline) instead of serving an old state.
+//
+// A round proves freshness as of its start, so one that took longer than maxAge (the shard
+// was electing a leader, say) does not do: another round follows, until ctx ends.
+func (r *Router) EnsureFresh(ctx context.Context, sh *Shard, maxAge time.Duration) error {
+	for sh.Age() > maxAge {
+		if err := r.EnsureClosed(ctx, sh, math.MaxInt64); err != nil { // no view reaches it: a new round
+			return err
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (c *closer) init() {}
@@ -46,8 +86,9 @@ func (r *Router) EnsureClosed(ctx context.Context, sh *Shard, d int64) error {
 		return nil
 	}
 	c := &sh.closer
+	fresh := d == math.MaxInt64
 	c.mu.Lock()
-	if d <= c.closed {
+	if d <= c.closed && !fresh {
 		c.mu.Unlock()
 		return nil
 	}
@@ -57,6 +98,7 @@ func (r *Router) EnsureClosed(ctx context.Context, sh *Shard, d int64) error {
 		if c.current == nil {
 			c.current = rd
 			rd.observed = r.maxZxid.Load()
+			rd.started = monoNow()
 			go r.runRound(sh, rd)
 		} else {
 			c.next = rd
@@ -92,12 +134,16 @@ func (r *Router) runRound(sh *Shard, rd *round) {
 		if rd.err == nil && rd.observed > c.closed {
 			c.closed = rd.observed
 		}
+		if rd.err == nil && rd.started > c.fresh.Load() {
+			c.fresh.Store(rd.started)
+		}
 		close(rd.done)
 		rd = c.next
 		c.next = nil
 		c.current = rd
 		if rd != nil {
 			rd.observed = r.maxZxid.Load()
+			rd.started = monoNow()
 		}
 		c.mu.Unlock()
 	}

@@ -38,9 +38,9 @@ type conn struct {
 	// notification must not cut the connection before the reply is sent.
 	closingSession atomic.Bool
 	lastTouch      atomic.Int64 // unix ms of the last activity report handed to the session manager
-	// rerouteTail is closed when the latest rerouted write (see reroute) has its reply.
-	rerouteMu   sync.Mutex
-	rerouteTail chan struct{}
+	// leaseUntil caches the end of the session's lease (a time.Time) as the writer last saw it,
+	// so that sending under a valid lease takes no lock (lease.go).
+	leaseUntil atomic.Value
 
 	out struct {
 		sync.Mutex
@@ -69,6 +69,7 @@ func newConn(s *Server, nc net.Conn) *conn {
 		writerEnd: make(chan struct{})}
 	ids := []wire.ID{{Scheme: "ip", ID: c.ip}}
 	c.auth.Store(&ids)
+	c.leaseUntil.Store(time.Time{})
 	return c
 }
 
@@ -165,6 +166,28 @@ func (c *conn) waitIdle() bool {
 		return true
 	case <-c.writerEnd:
 		return false
+	}
+}
+
+// waitEarlier blocks until every request before sl has its reply queued (sl is at the head of
+// the connection's reply order). It returns false if the connection closes first.
+func (c *conn) waitEarlier(sl *slot) bool {
+	for {
+		c.out.Lock()
+		head := len(c.out.slots) == 0 || c.out.slots[0] == sl
+		closed := c.out.closed
+		c.out.Unlock()
+		switch {
+		case head:
+			return true
+		case closed:
+			return false
+		}
+		select {
+		case <-time.After(time.Millisecond): // reroutes are rare (subtree moves): poll
+		case <-c.writerEnd:
+			return false
+		}
 	}
 }
 

@@ -33,6 +33,9 @@ func (c *conn) leaseGate() bool {
 	if c.sessionID == 0 || c.s.o.Sessions == nil || c.closingSession.Load() {
 		return true
 	}
+	if time.Now().Before(c.leaseUntil.Load().(time.Time)) {
+		return true // the common case: no lock taken
+	}
 	for {
 		h, ok, next := c.s.o.Sessions.Heard(c.sessionID)
 		if !ok {
@@ -40,7 +43,8 @@ func (c *conn) leaseGate() bool {
 			return false
 		}
 		now := time.Now()
-		if now.Before(leaseEnd(h, c.timeout)) {
+		if end := leaseEnd(h, c.timeout); now.Before(end) {
+			c.leaseUntil.Store(end)
 			return true
 		}
 		drop := leaseDrop(h, c.timeout)

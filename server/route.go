@@ -13,17 +13,29 @@ import (
 // write of sh committed before the connection observed its last zxid (router.EnsureClosed), so
 // a session never reads older state on one shard than it saw on another. A connection holding
 // watches also catches up every other shard to the returned view's zxid, so that the events of
-// changes the reply may depend on are queued before it. ok is false when the shard could not
+// changes the reply may depend on are queued before it. A replica that has not confirmed for
+// MaxReadAge that it holds what the shard committed first catches up (router.EnsureFresh), so
+// no read is answered from a state older than that. ok is false when the shard could not
 // catch up within the session timeout; the connection is then closed (the client reconnects,
 // as after a lost server).
 func (c *conn) readView(sh *router.Shard, min int64) (v *shard.View, ok bool) {
 	r := c.s.o.Router
 	d := max(c.lastZxid.Load(), min)
-	if v = sh.View(); v != nil && v.Zxid() >= d && !c.watched.Load() {
+	maxAge := c.s.o.MaxReadAge
+	fresh := maxAge <= 0 || sh.Age() <= maxAge
+	if v = sh.View(); v != nil && v.Zxid() >= d && !c.watched.Load() && fresh {
 		return v, true // fast path: nothing to wait for
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), c.writeTimeout())
 	defer cancel()
+	if !fresh {
+		// This replica has not confirmed for too long that it has what the shard committed
+		// (it may be cut off from the shard's quorum): catch up before answering, or close.
+		if err := r.EnsureFresh(ctx, sh, maxAge); err != nil {
+			c.catchUpFailed(sh, err)
+			return nil, false
+		}
+	}
 	if err := r.EnsureClosed(ctx, sh, d); err != nil {
 		c.catchUpFailed(sh, err)
 		return nil, false
@@ -199,20 +211,18 @@ const maxReroutes = 8
 // reroute proposes again a write its shard (from) sent back with shard.ErrMoved (its subtree
 // moved away, or it was issued before a move of that shard; moveZxid is the move's zxid): planned
 // again with the mount table (which this server's replica of the source updated when it
-// applied the move), with MinZxid at least moveZxid. The connection's rerouted writes run one
-// after the other, in the order their shard sent them back, each after the previous one's
-// reply: the shard sends back every write issued before the move, so a session's writes keep
-// their order (docs/design.md, "Subtree moves").
+// applied the move), with MinZxid at least moveZxid and at least the zxid of every earlier
+// request's reply: it waits for those first. The shard sends back every write issued before
+// the move, so a session's writes keep their order (docs/design.md, "Subtree moves").
 func (c *conn) reroute(sl *slot, h wire.RequestHeader, rec wire.Record, op shard.Op, from uint64, moveZxid int64) {
-	c.rerouteMu.Lock()
-	prev := c.rerouteTail
-	done := make(chan struct{})
-	c.rerouteTail = done
-	c.rerouteMu.Unlock()
 	go func() {
-		defer close(done)
-		if prev != nil {
-			<-prev
+		// Every earlier request's reply first, rerouted ones included: the shard's batches
+		// complete on their own goroutines, so neither the order in which sent-back writes
+		// arrive here nor lastZxid (an earlier write applied just before the move may not have
+		// raised it yet) follows the request order; the reply order does.
+		if !c.waitEarlier(sl) {
+			c.complete(sl, nil)
+			return
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), c.writeTimeout())
 		defer cancel()

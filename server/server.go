@@ -38,6 +38,11 @@ type Options struct {
 	// MaxOutput is the largest number of queued, unsent bytes a connection may have before it
 	// is closed as a slow reader (default 64 MiB).
 	MaxOutput int
+	// MaxReadAge bounds the staleness of reads: a read of a shard whose local replica has not
+	// confirmed for this long that it holds everything the shard committed (a catch-up round,
+	// router.Shard.Age) first catches up, and the connection closes if it cannot. ZooKeeper's
+	// bound is syncLimit × tickTime, and so is Corral's default (cluster). 0: no bound.
+	MaxReadAge time.Duration
 	// OutstandingLimit is ZooKeeper's globalOutstandingLimit: while this many requests are read
 	// and unanswered, a connection with a request outstanding reads no more (default 1000,
 	// negative: no limit). See throttle.go.
