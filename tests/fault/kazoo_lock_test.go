@@ -156,19 +156,7 @@ func runKazooLock(t *testing.T, start startFunc, f fault, outage time.Duration) 
 	}
 	contender := startLockSide(t, []string{e.Addr(1), e.Addr(2)}, "contender")
 	time.Sleep(time.Second)
-	cutAt := time.Now()
-	if err := f.cut(e, victim); err != nil {
-		t.Fatal(err)
-	}
-	healed := false
-	heal := func() {
-		if !healed {
-			healed = true
-			if err := f.heal(e, victim); err != nil {
-				t.Error(err)
-			}
-		}
-	}
+	cutAt, heal := f.start(t, e, victim)
 	defer heal()
 	took := contender.wait(t, "acquired", began, outage+30*time.Second)
 	if took.IsZero() {

@@ -73,6 +73,24 @@ type fault struct {
 	heal func(e ensemble, i int) error
 }
 
+// start cuts server victim off and returns when, and a heal function that may be called more
+// than once (the caller defers it, and calls it when the outage is over).
+func (f fault) start(t *testing.T, e ensemble, victim int) (time.Time, func()) {
+	t.Helper()
+	at := time.Now()
+	if err := f.cut(e, victim); err != nil {
+		t.Fatal(err)
+	}
+	var once sync.Once
+	return at, func() {
+		once.Do(func() {
+			if err := f.heal(e, victim); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+}
+
 // nobody is the user id a partitioned server runs as.
 const nobody = 65534
 
@@ -300,19 +318,7 @@ func runSessionFault(t *testing.T, start startFunc, f fault, victim int, outage 
 	waitState(t, b, zk.StateHasSession)
 
 	time.Sleep(time.Second)
-	cutAt := time.Now()
-	if err := f.cut(e, victim); err != nil {
-		t.Fatal(err)
-	}
-	healed := false
-	heal := func() {
-		if !healed {
-			healed = true
-			if err := f.heal(e, victim); err != nil {
-				t.Error(err)
-			}
-		}
-	}
+	cutAt, heal := f.start(t, e, victim)
 	defer heal()
 
 	// The other client sees each lock go when the majority expires its session, and takes it.
