@@ -43,12 +43,15 @@ func monoNow() int64 { return int64(time.Since(monoBase)) }
 
 // Age returns how long ago the local replica of sh last confirmed, with a catch-up round, that
 // it held everything the shard had committed (a very large value before the first round).
-func (sh *Shard) Age() time.Duration {
+func (sh *Shard) Age() time.Duration { return sh.AgeAt(time.Now()) }
+
+// AgeAt is Age as of now (a reading of time.Now, whose monotonic clock it uses).
+func (sh *Shard) AgeAt(now time.Time) time.Duration {
 	f := sh.closer.fresh.Load()
 	if f == 0 {
 		return time.Duration(1<<62 - 1)
 	}
-	return time.Duration(monoNow() - f)
+	return time.Duration(int64(now.Sub(monoBase)) - f)
 }
 
 // EnsureFresh returns once the local replica of sh is known to hold everything the shard

@@ -38,6 +38,9 @@ type conn struct {
 	// notification must not cut the connection before the reply is sent.
 	closingSession atomic.Bool
 	lastTouch      atomic.Int64 // unix ms of the last activity report handed to the session manager
+	// reqNow is when the request being handled was read (reader goroutine only).
+	reqNow      time.Time
+	deadlineSet time.Time // when the read deadline was last moved (reader goroutine only)
 	// leaseUntil caches the end of the session's lease (a time.Time) as the writer last saw it,
 	// so that sending under a valid lease takes no lock (lease.go).
 	leaseUntil atomic.Value
@@ -350,11 +353,28 @@ func (c *conn) serve() {
 	c.requestLoop(r)
 }
 
-func (c *conn) readDeadline() time.Time {
-	if c.timeout > 0 {
-		return time.Now().Add(c.timeout)
+// refreshReadDeadline moves the read deadline to the session timeout after the last request
+// (c.reqNow; the handshake's deadline before the first), at most once per deadlineEvery:
+// setting a deadline costs a clock reading and a poller update per request, so a silent client
+// may be closed up to deadlineEvery before its full timeout.
+func (c *conn) refreshReadDeadline() {
+	if c.deadlineSet.IsZero() || c.reqNow.Sub(c.deadlineSet) >= deadlineEvery {
+		c.deadlineSet = c.reqNow
+		if c.deadlineSet.IsZero() {
+			c.deadlineSet = time.Now()
+		}
+		c.nc.SetReadDeadline(c.readDeadlineFrom(c.deadlineSet))
 	}
-	return time.Now().Add(c.s.o.MaxTimeout + 10*time.Second)
+}
+
+const deadlineEvery = 100 * time.Millisecond
+
+
+func (c *conn) readDeadlineFrom(now time.Time) time.Time {
+	if c.timeout > 0 {
+		return now.Add(c.timeout)
+	}
+	return now.Add(c.s.o.MaxTimeout + 10*time.Second)
 }
 
 func (c *conn) handshake(r *bufio.Reader) bool {
@@ -446,7 +466,7 @@ func (c *conn) requestLoop(r *bufio.Reader) {
 	var buf []byte
 	for {
 		c.throttle()
-		c.nc.SetReadDeadline(c.readDeadline())
+		c.refreshReadDeadline()
 		frame, err := wire.ReadFrame(r, buf, c.s.o.MaxBuffer)
 		if err != nil {
 			if errors.Is(err, wire.ErrFrameTooLarge) {
@@ -474,14 +494,14 @@ func sessionHex(id int64) string {
 	return string(b)
 }
 
-// touch reports session activity to the session manager, at most a few times per tick.
-func (c *conn) touch() {
-	now := time.Now().UnixMilli()
-	if now-c.lastTouch.Load() < touchEvery.Milliseconds() {
+// touch reports session activity at now to the session manager, at most a few times per tick.
+func (c *conn) touch(now time.Time) {
+	ms := now.UnixMilli()
+	if ms-c.lastTouch.Load() < touchEvery.Milliseconds() {
 		return
 	}
-	c.lastTouch.Store(now)
-	c.s.o.Sessions.Touch(c.sessionID)
+	c.lastTouch.Store(ms)
+	c.s.o.Sessions.Touch(c.sessionID, now)
 }
 
 // touchEvery bounds how often a busy connection reports activity; the manager reports it to the

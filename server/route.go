@@ -22,7 +22,7 @@ func (c *conn) readView(sh *router.Shard, min int64) (v *shard.View, ok bool) {
 	r := c.s.o.Router
 	d := max(c.lastZxid.Load(), min)
 	maxAge := c.s.o.MaxReadAge
-	fresh := maxAge <= 0 || sh.Age() <= maxAge
+	fresh := maxAge <= 0 || sh.AgeAt(c.reqNow) <= maxAge
 	if v = sh.View(); v != nil && v.Zxid() >= d && !c.watched.Load() && fresh {
 		return v, true // fast path: nothing to wait for
 	}

@@ -144,11 +144,13 @@ func (m *Manager) Validate(ctx context.Context, id int64, pw []byte) (Entry, err
 	return e, nil
 }
 
-// Touch records that the session's client was heard now; it is reported at the next tick.
-func (m *Manager) Touch(id int64) {
-	now := m.o.Now()
+// Touch records that the session's client was heard at the given time (read from the same
+// clock as Options.Now); it is reported at the next tick.
+func (m *Manager) Touch(id int64, at time.Time) {
 	m.mu.Lock()
-	m.mu.active[id] = now
+	if at.After(m.mu.active[id]) {
+		m.mu.active[id] = at
+	}
 	m.mu.Unlock()
 }
 

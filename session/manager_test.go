@@ -137,7 +137,7 @@ func TestRenewalMovesLeaseOnlyForLiveOwnedSessions(t *testing.T) {
 	heardAt := now.Add(time.Second)
 	now = heardAt
 	for id := int64(1); id <= 3; id++ {
-		m.Touch(id)
+		m.Touch(id, now)
 	}
 	_, _, next := m.Heard(1)
 	now = now.Add(200 * time.Millisecond)
