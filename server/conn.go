@@ -369,7 +369,6 @@ func (c *conn) refreshReadDeadline() {
 
 const deadlineEvery = 100 * time.Millisecond
 
-
 func (c *conn) readDeadlineFrom(now time.Time) time.Time {
 	if c.timeout > 0 {
 		return now.Add(c.timeout)
