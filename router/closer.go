@@ -2,7 +2,6 @@ package router
 
 import (
 	"context"
-	"math"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -63,10 +62,8 @@ func (sh *Shard) AgeAt(now time.Time) time.Duration {
 // was electing a leader, say) does not do: another round follows, until ctx ends.
 func (r *Router) EnsureFresh(ctx context.Context, sh *Shard, maxAge time.Duration) error {
 	for sh.Age() > maxAge {
-		if err := r.EnsureClosed(ctx, sh, math.MaxInt64); err != nil { // no view reaches it: a new round
-			return err
-		}
-		if err := ctx.Err(); err != nil {
+		sh.closer.mu.Lock()
+		if err := r.awaitRound(ctx, sh); err != nil {
 			return err
 		}
 	}
@@ -89,12 +86,21 @@ func (r *Router) EnsureClosed(ctx context.Context, sh *Shard, d int64) error {
 		return nil
 	}
 	c := &sh.closer
-	fresh := d == math.MaxInt64
 	c.mu.Lock()
-	if d <= c.closed && !fresh {
+	if d <= c.closed {
 		c.mu.Unlock()
 		return nil
 	}
+	if err := r.awaitRound(ctx, sh); err != nil { // unlocks c.mu
+		return err
+	}
+	return waitUnblocked(ctx, sh)
+}
+
+// awaitRound joins the next catch-up round of sh (one that starts after the call) and waits
+// for it. c.mu must be held; awaitRound releases it.
+func (r *Router) awaitRound(ctx context.Context, sh *Shard) error {
+	c := &sh.closer
 	rd := c.next
 	if rd == nil {
 		rd = &round{done: make(chan struct{})}
@@ -110,13 +116,10 @@ func (r *Router) EnsureClosed(ctx context.Context, sh *Shard, d int64) error {
 	c.mu.Unlock()
 	select {
 	case <-rd.done:
+		return rd.err
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-	if rd.err != nil {
-		return rd.err
-	}
-	return waitUnblocked(ctx, sh)
 }
 
 // runRound runs one catch-up round and starts the next one if requests queued for it.

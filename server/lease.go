@@ -4,7 +4,7 @@ import (
 	"time"
 )
 
-// Session leases (docs/design.md §4, "Leases: no reply after a possible expiry").
+// Session leases (docs/design.md §4, rule 3).
 //
 // The session manager knows, for every session this server serves, the latest time its client
 // was heard as carried by a renewal that committed with the session alive and owned here
@@ -36,7 +36,7 @@ func (c *conn) leaseGate() bool {
 	if time.Now().Before(c.leaseUntil.Load().(time.Time)) {
 		return true // the common case: no lock taken
 	}
-	for {
+	for !c.closingSession.Load() {
 		h, ok, next := c.s.o.Sessions.Heard(c.sessionID)
 		if !ok {
 			c.leaseLost("the session is closed or served by another server")
@@ -71,6 +71,7 @@ func (c *conn) leaseGate() bool {
 		}
 		t.Stop()
 	}
+	return true // closeSession began meanwhile: its reply ends the session
 }
 
 func (c *conn) leaseLost(why string) {

@@ -291,6 +291,9 @@ func (m *Manager) reportActivity() {
 	// that another server took over, is no longer this server's to serve.
 	m.mu.Lock()
 	for id, at := range heard {
+		if _, served := m.mu.heard[id]; !served {
+			continue // its connection here ended meanwhile (Forget): no lease to move
+		}
 		e, ok := m.o.Table.Get(id)
 		if !ok || e.Closing || e.Owner != m.o.Self {
 			delete(m.mu.heard, id)

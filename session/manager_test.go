@@ -119,8 +119,8 @@ func TestTakeOverAnswersFromTheCommittedTable(t *testing.T) {
 }
 
 // TestRenewalMovesLeaseOnlyForLiveOwnedSessions: a committed activity report moves the lease
-// basis to when each client was last heard, and drops the lease of a session the report found
-// closed or owned by another server; a failed report moves nothing.
+// basis to when each client was last heard, drops the lease of a session the report found
+// closed or owned by another server, and gives none to a session whose connection here ended.
 func TestRenewalMovesLeaseOnlyForLiveOwnedSessions(t *testing.T) {
 	tb := NewTable(nil)
 	meta := &fakeMeta{t: tb}
@@ -132,13 +132,17 @@ func TestRenewalMovesLeaseOnlyForLiveOwnedSessions(t *testing.T) {
 		meta.Propose(ctx, EncodeCreate(Entry{ID: id, Passwd: []byte{1}, Timeout: 6000, Owner: 1}))
 		m.setHeard(id, now)
 	}
+	meta.Propose(ctx, EncodeCreate(Entry{ID: 4, Passwd: []byte{1}, Timeout: 6000, Owner: 1}))
 	meta.Propose(ctx, EncodeTakeOver(2, now.UnixMilli(), []int64{2}))
 	meta.Propose(ctx, EncodeExpire(3, tb.Applied()))
 	heardAt := now.Add(time.Second)
 	now = heardAt
-	for id := int64(1); id <= 3; id++ {
+	for id := int64(1); id <= 4; id++ {
 		m.Touch(id, now)
 	}
+	m.setHeard(4, now.Add(-time.Second))
+	m.Forget(4) // its connection ended; a report already holding its activity must not revive the lease
+	m.mu.active[4] = heardAt
 	_, _, next := m.Heard(1)
 	now = now.Add(200 * time.Millisecond)
 	m.reportActivity()
@@ -150,9 +154,9 @@ func TestRenewalMovesLeaseOnlyForLiveOwnedSessions(t *testing.T) {
 	if h, ok, _ := m.Heard(1); !ok || !h.Equal(heardAt) {
 		t.Fatalf("session 1: %v %v, want %v", h, ok, heardAt)
 	}
-	for _, id := range []int64{2, 3} {
+	for _, id := range []int64{2, 3, 4} {
 		if _, ok, _ := m.Heard(id); ok {
-			t.Fatalf("session %d keeps a lease after moving away or expiring", id)
+			t.Fatalf("session %d keeps a lease after moving away, expiring or its connection ending", id)
 		}
 	}
 }
