@@ -312,6 +312,7 @@ func (s *Server) MembersText(ctx context.Context) (string, error) {
 	})
 	var b strings.Builder
 	var errs []error
+	b.WriteString(s.formatLevelText() + "\n")
 	for _, l := range lines {
 		b.WriteString(l.text + "\n")
 		errs = append(errs, l.err)

@@ -26,6 +26,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/corral/corral/format"
 	"github.com/corral/corral/router"
 	"github.com/corral/corral/server"
 	"github.com/corral/corral/session"
@@ -104,9 +105,10 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (*Server, error) {
 	}
 	s.registerGauges()
 	s.startAdmin()
-	s.wg.Add(5)
+	s.wg.Add(6)
 	go s.every(s.maxReadAge()/4, s.refreshReplicasOnce)
 	go s.every(membershipInterval, s.membershipOnce)
+	go s.every(membershipInterval, s.formatLevelOnce)
 	go s.every(txnRecoveryEvery, s.recoverTxnsOnce)
 	go s.every(s.cfg.ContainerCheck, s.expireContainersOnce)
 	go s.every(balanceInterval, s.balanceOnce)
@@ -616,6 +618,10 @@ func (s *Server) registerGauges() {
 			func() float64 { return float64(s.table.Len()) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "last_processed_zxid", Help: "The largest zxid this server has applied."},
 			func() float64 { return float64(s.router.LastZxid()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "corral_format_level", Help: "The ensemble's active format level (docs/operations.md, Upgrading)."},
+			func() float64 { return float64(s.table.Level()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "corral_format_level_supported", Help: "The highest format level this server's binary reads."},
+			func() float64 { return float64(format.Supported) }),
 	)
 	for _, id := range s.allShards() {
 		s.registerShardGauges(id) // shards added later register theirs when they start

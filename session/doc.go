@@ -13,6 +13,8 @@
 //   - Close / Expire: the session ends (client closeSession, or expiry decided by the leader).
 //     From then on no server accepts requests for it.
 //   - Cleaned: every data shard removed the session's ephemerals; the entry is dropped.
+//   - Announce / SetLevel: the ensemble's format level (package format): the level each
+//     server's binary reads, and the active level, raised once every member reads it.
 //
 // Expiry is decided once: only the server that leads the meta shard runs the expiry check, on
 // its own monotonic clock against the local time each replica applied the session's last

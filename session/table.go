@@ -5,12 +5,16 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
+	"slices"
 	"sort"
 	"sync"
 	"time"
 
 	sm "github.com/lni/dragonboat/v4/statemachine"
+
+	"github.com/corral/corral/format"
 )
 
 // Errors of the session package.
@@ -18,6 +22,11 @@ var (
 	ErrMalformed = errors.New("session: malformed command")
 	ErrExists    = errors.New("session: session id already exists")
 	ErrNotFound  = errors.New("session: no such session")
+	// ErrLevel stops a replica asked to apply a format level its binary cannot read: the
+	// ensemble moved past this binary (a server of an older version started, or joined, after
+	// the upgrade was completed). It must be upgraded; it cannot go on without misreading what
+	// the other servers write.
+	ErrLevel = errors.New("session: the ensemble's format level is beyond this binary")
 )
 
 // Entry is one session as the table holds it.
@@ -52,6 +61,11 @@ const (
 	// cmdExpire closes a session unless it was renewed after the index the expiry was decided
 	// on (see Entry.Renewed).
 	cmdExpire byte = 7
+	// cmdAnnounce records the highest format level a server's binary reads (package format).
+	cmdAnnounce byte = 8
+	// cmdSetLevel raises the ensemble's active format level; the meta leader proposes it once
+	// every member announced at least that level (format.Next).
+	cmdSetLevel byte = 9
 )
 
 // Result values of applied commands.
@@ -123,6 +137,17 @@ func EncodeExpire(id int64, basis uint64) []byte {
 	return binary.BigEndian.AppendUint64(b, basis)
 }
 
+// EncodeAnnounce encodes an Announce command: server's binary reads up to level.
+func EncodeAnnounce(server uint64, level format.Level) []byte {
+	b := binary.BigEndian.AppendUint64([]byte{cmdAnnounce}, server)
+	return binary.BigEndian.AppendUint32(b, uint32(level))
+}
+
+// EncodeSetLevel encodes a SetLevel command.
+func EncodeSetLevel(level format.Level) []byte {
+	return binary.BigEndian.AppendUint32([]byte{cmdSetLevel}, uint32(level))
+}
+
 // EncodeClose encodes a Close command. With expireCheck, the session is closed only if its
 // deadline (LastSeen+Timeout) is before now; otherwise the result is ResultAlive.
 func EncodeClose(id int64, now int64, expireCheck bool) []byte {
@@ -156,24 +181,46 @@ type Change struct {
 // this replica applied tell (Seen). It is not part of the replicated state (a replica restored
 // from a snapshot sets it to the restore time, later than the truth); only the meta leader's
 // expiry decision reads it, and Expire's apply re-checks that decision deterministically.
+//
+// The table also holds the ensemble's format level (package format): the level each server
+// announced, and the active level, which only SetLevel raises.
 type Table struct {
-	onChange func(Change)
-	now      func() time.Time // monotonic clock for Seen (tests replace it)
-	mu       struct {
+	onChange  func(Change)
+	now       func() time.Time // monotonic clock for Seen (tests replace it)
+	supported format.Level     // the highest level this binary reads (tests lower it)
+	mu        struct {
 		sync.RWMutex
-		sessions map[int64]*Entry
-		seen     map[int64]time.Time
-		applied  uint64
+		sessions  map[int64]*Entry
+		seen      map[int64]time.Time
+		applied   uint64
+		level     format.Level
+		announced map[uint64]format.Level
 	}
 }
 
 // NewTable returns an empty table; onChange (may be nil) is called synchronously from Update for
 // owner changes and closes; it must not block.
 func NewTable(onChange func(Change)) *Table {
-	t := &Table{onChange: onChange, now: time.Now}
+	t := &Table{onChange: onChange, now: time.Now, supported: format.Supported}
 	t.mu.sessions = map[int64]*Entry{}
 	t.mu.seen = map[int64]time.Time{}
+	t.mu.level = format.Level1
+	t.mu.announced = map[uint64]format.Level{}
 	return t
+}
+
+// Level returns the ensemble's active format level, as far as this replica applied.
+func (t *Table) Level() format.Level {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	return t.mu.level
+}
+
+// Announced returns the format level each server announced.
+func (t *Table) Announced() map[uint64]format.Level {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	return maps.Clone(t.mu.announced)
 }
 
 // Seen returns the local monotonic time at which the session's client was last heard, by the
@@ -372,6 +419,26 @@ func (t *Table) apply(cmd []byte, index uint64) (uint64, []Change, error) {
 			return ResultOK, nil, nil
 		}
 		return ResultNotFound, nil, nil
+	case cmdAnnounce:
+		if len(body) != 12 {
+			return 0, nil, ErrMalformed
+		}
+		// The latest announcement stands, lower or not: a server started again on an older
+		// binary before the upgrade was completed holds the level back again.
+		t.mu.announced[binary.BigEndian.Uint64(body)] = format.Level(binary.BigEndian.Uint32(body[8:]))
+		return ResultOK, nil, nil
+	case cmdSetLevel:
+		if len(body) != 4 {
+			return 0, nil, ErrMalformed
+		}
+		l := format.Level(binary.BigEndian.Uint32(body))
+		if l > t.supported {
+			return 0, nil, fmt.Errorf("the ensemble moved to format %v, this binary reads up to %v; start this server with the newer binary the others run: %w", l, t.supported, ErrLevel)
+		}
+		if l > t.mu.level {
+			t.mu.level = l
+		}
+		return ResultOK, nil, nil
 	}
 	return 0, nil, fmt.Errorf("%w: kind %d", ErrMalformed, cmd[0])
 }
@@ -390,15 +457,25 @@ func (t *Table) Lookup(q interface{}) (interface{}, error) {
 
 // Snapshot layout. Version 1 is a bare sequence of entries (id, timeout, owner, lastSeen,
 // closing, passwd) and starts with a session id's top byte, a server id (1..254) or nothing;
-// version 2 starts with snapshotMagic and the version and adds Renewed after each entry.
+// version 2 starts with snapshotMagic and the version and adds Renewed after each entry;
+// version 3 (format.Level1) puts the format level before the entries: the active level, the
+// number of announcements, and each as (server id, level) in server id order.
 const (
 	snapshotMagic   = 0xFF
-	snapshotVersion = 2
+	snapshotVersion = 3
 )
 
 // SaveSnapshot writes the table.
 func (t *Table) SaveSnapshot(w io.Writer, _ sm.ISnapshotFileCollection, _ <-chan struct{}) error {
+	t.mu.RLock()
 	b := []byte{snapshotMagic, snapshotVersion}
+	b = binary.BigEndian.AppendUint32(b, uint32(t.mu.level))
+	b = binary.BigEndian.AppendUint32(b, uint32(len(t.mu.announced)))
+	for _, id := range slices.Sorted(maps.Keys(t.mu.announced)) {
+		b = binary.BigEndian.AppendUint64(b, id)
+		b = binary.BigEndian.AppendUint32(b, uint32(t.mu.announced[id]))
+	}
+	t.mu.RUnlock()
 	for _, e := range t.List() {
 		b = binary.BigEndian.AppendUint64(b, uint64(e.ID))
 		b = binary.BigEndian.AppendUint32(b, uint32(e.Timeout))
@@ -423,12 +500,32 @@ func (t *Table) RecoverFromSnapshot(r io.Reader, _ []sm.SnapshotFile, _ <-chan s
 	if err != nil {
 		return err
 	}
-	v2 := len(b) >= 2 && b[0] == snapshotMagic
-	if v2 {
-		if b[1] != snapshotVersion {
+	version := 1
+	if len(b) >= 2 && b[0] == snapshotMagic {
+		version = int(b[1])
+		if version < 2 || version > snapshotVersion {
 			return fmt.Errorf("%w: snapshot version %d", ErrMalformed, b[1])
 		}
 		b = b[2:]
+	}
+	level, announced := format.Level1, map[uint64]format.Level{}
+	if version >= 3 {
+		if len(b) < 8 {
+			return ErrMalformed
+		}
+		level = format.Level(binary.BigEndian.Uint32(b))
+		n := int(binary.BigEndian.Uint32(b[4:]))
+		b = b[8:]
+		if len(b) < 12*n {
+			return ErrMalformed
+		}
+		for i := 0; i < n; i++ {
+			announced[binary.BigEndian.Uint64(b)] = format.Level(binary.BigEndian.Uint32(b[8:]))
+			b = b[12:]
+		}
+		if level > t.supported {
+			return fmt.Errorf("the snapshot is at format %v, this binary reads up to %v; start this server with the newer binary the others run: %w", level, t.supported, ErrLevel)
+		}
 	}
 	m := map[int64]*Entry{}
 	seen := map[int64]time.Time{}
@@ -445,7 +542,7 @@ func (t *Table) RecoverFromSnapshot(r io.Reader, _ []sm.SnapshotFile, _ <-chan s
 		}
 		e.Passwd = append([]byte(nil), b[30:30+n]...)
 		b = b[30+n:]
-		if v2 {
+		if version >= 2 {
 			if len(b) < 8 {
 				return ErrMalformed
 			}
@@ -458,6 +555,8 @@ func (t *Table) RecoverFromSnapshot(r io.Reader, _ []sm.SnapshotFile, _ <-chan s
 	t.mu.Lock()
 	t.mu.sessions = m
 	t.mu.seen = seen
+	t.mu.level = level
+	t.mu.announced = announced
 	t.mu.Unlock()
 	return nil
 }

@@ -49,13 +49,9 @@ func Binary(ctx context.Context) (string, error) {
 	if built.path != "" {
 		return built.path, nil
 	}
-	root, err := ModuleRoot(ctx)
+	goTool, root, err := buildTools(ctx)
 	if err != nil {
 		return "", err
-	}
-	goTool, err := exec.LookPath("go")
-	if err != nil {
-		return "", fmt.Errorf("corralproc: no go tool on PATH to build ./cmd/corral (set Options.Binary): %w", err)
 	}
 	sweepBuildDirs()
 	dir, err := os.MkdirTemp("", buildDirPrefix+strconv.Itoa(os.Getpid())+"-")
@@ -79,9 +75,36 @@ func Binary(ctx context.Context) (string, error) {
 	return bin, nil
 }
 
-// goBuild runs `go build -o out ./cmd/corral` in root.
-func goBuild(ctx context.Context, goTool, root, out string) error {
-	cmd := exec.CommandContext(ctx, goTool, "build", "-o", out, "./cmd/corral")
+// BinaryWithTags builds ./cmd/corral with the build tags into a new directory of the caller's
+// (dir) and returns its path: a binary that differs from Binary's, such as the stand-in for a
+// newer version built with -tags formatnext (package format).
+func BinaryWithTags(ctx context.Context, dir string, tags ...string) (string, error) {
+	goTool, root, err := buildTools(ctx)
+	if err != nil {
+		return "", err
+	}
+	bin := filepath.Join(dir, "corral-"+strings.Join(tags, "-"))
+	if err := goBuild(ctx, goTool, root, bin, "-tags", strings.Join(tags, ",")); err != nil {
+		return "", err
+	}
+	return bin, nil
+}
+
+// buildTools finds the go tool and the module root to build ./cmd/corral in.
+func buildTools(ctx context.Context) (goTool, root string, err error) {
+	if root, err = ModuleRoot(ctx); err != nil {
+		return "", "", err
+	}
+	if goTool, err = exec.LookPath("go"); err != nil {
+		return "", "", fmt.Errorf("corralproc: no go tool on PATH to build ./cmd/corral (set Options.Binary): %w", err)
+	}
+	return goTool, root, nil
+}
+
+// goBuild runs `go build [flags] -o out ./cmd/corral` in root.
+func goBuild(ctx context.Context, goTool, root, out string, flags ...string) error {
+	args := append(append([]string{"build"}, flags...), "-o", out, "./cmd/corral")
+	cmd := exec.CommandContext(ctx, goTool, args...)
 	cmd.Dir = root
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0") // as `make build`: shares its build cache
 	began := time.Now()

@@ -117,6 +117,7 @@ type server struct {
 	clientPort, peerPort, electionPort, adminPort int
 	proc                                          *procutil.Process // nil when not running
 	logStart                                      int64             // size of server.log when proc was launched
+	bin                                           string            // the executable, when not the ensemble's (SetBinary)
 }
 
 // Start launches an ensemble and waits until every server answers `ruok`
@@ -267,10 +268,14 @@ func (e *Ensemble) launchLocked(s *server) error {
 	if st, err := out.Stat(); err == nil {
 		s.logStart = st.Size()
 	}
-	cmd := exec.Command(e.bin, "server", "--config", e.configPath(s), "--log-level", e.opts.LogLevel)
+	bin := e.bin
+	if s.bin != "" {
+		bin = s.bin
+	}
+	cmd := exec.Command(bin, "server", "--config", e.configPath(s), "--log-level", e.opts.LogLevel)
 	cmd.Dir = s.dir
 	if uid, ok := e.opts.ServerUID[s.myid-1]; ok {
-		if err := procutil.RunAs(cmd, uid, s.dir, e.root, filepath.Dir(e.bin)); err != nil {
+		if err := procutil.RunAs(cmd, uid, s.dir, e.root, filepath.Dir(bin)); err != nil {
 			out.Close()
 			return fmt.Errorf("corralproc: server %d: %w", s.myid, err)
 		}
@@ -306,7 +311,16 @@ func (e *Ensemble) ConfigPath(i int) string { return e.configPath(e.servers[i]) 
 // LogPath is server i's log (its stdout and stderr, appended across restarts).
 func (e *Ensemble) LogPath(i int) string { return filepath.Join(e.servers[i].dir, LogName) }
 
-// Binary is the corral executable the ensemble runs.
+// SetBinary makes server i run the executable at path from its next start on (an upgrade or a
+// downgrade of that server); a running process is not touched.
+func (e *Ensemble) SetBinary(i int, path string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.servers[i].bin = path
+}
+
+// Binary is the corral executable the ensemble runs (servers given another one with SetBinary
+// excepted).
 func (e *Ensemble) Binary() string { return e.bin }
 
 // Addr is server i's client address, "127.0.0.1:port". It changes only if a

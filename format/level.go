@@ -1,0 +1,39 @@
+package format
+
+import "fmt"
+
+// Level numbers a set of encodings; each level adds to the one below it.
+type Level uint32
+
+// The levels. Adding one: give it the next number, say here what it adds, raise Supported (supported.go), and
+// write the new encoding only where the session table's Level() is at least it.
+const (
+	// Level1 is the first level: data shard batches up to version 3 (SessionFence flag), the
+	// session table's Renew, Expire, Announce and SetLevel commands, its version-3 snapshot.
+	Level1 Level = 1
+)
+
+func (l Level) String() string { return fmt.Sprintf("level %d", uint32(l)) }
+
+// Next returns the level the ensemble may move to from active, given the servers that are
+// members of any shard and the level each announced: the lowest announcement among the members,
+// if that is above active. A member that announced nothing holds the ensemble where it is.
+func Next(active Level, members []uint64, announced map[uint64]Level) (Level, bool) {
+	if len(members) == 0 {
+		return active, false
+	}
+	lowest := Level(0)
+	for i, id := range members {
+		l, ok := announced[id]
+		if !ok {
+			return active, false
+		}
+		if i == 0 || l < lowest {
+			lowest = l
+		}
+	}
+	if lowest > active {
+		return lowest, true
+	}
+	return active, false
+}
