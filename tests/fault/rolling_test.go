@@ -1,0 +1,447 @@
+package faulttest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/corral/corral/cluster"
+	"github.com/corral/corral/internal/corralproc"
+	"github.com/corral/corral/internal/linearize"
+	"github.com/corral/corral/router"
+)
+
+// The shape of the process-level load of TestRollingRestart and the TestFaultDuring* tests.
+const (
+	rollTickTime = 500 * time.Millisecond // zoo.cfg tickTime: sessions of up to 20 ticks (sessionTimeout, 10 s)
+	// rollElection is the longest Raft election timeout: dragonboat's ElectionRTT (20, in
+	// cluster/server.go) times corral.rtt (10 ms), randomized up to twice that.
+	rollElection = 2 * 20 * 10 * time.Millisecond
+	// rollGapBound is the liveness bound on a client's wait for a definite outcome while a
+	// server restarts: one election after a leader is gone (rollElection), one reconnection of
+	// go-zookeeper to another server (immediate when the connection is closed, as it is when a
+	// process exits), and the slack a 2-core machine shared with other test processes needs
+	// (three servers replaying and catching up, the test's own sessions, GC). The measured value
+	// is logged; it is what the test is about, the bound only catches a stuck ensemble or a
+	// client that waits for its session to time out.
+	rollGapBound   = 12 * rollElection // 4.8 s, under half the session timeout
+	rollOpPause    = 2 * time.Millisecond
+	rollHolderPoll = 100 * time.Millisecond
+	rollDwell      = time.Second // load between two restarts, once the ensemble is settled
+)
+
+// rollKeepEnv names an environment variable that, set, keeps the ensemble directories (zoo.cfg,
+// data, server.log) of the tests in this file and of opsfault_test.go for a look afterwards.
+const rollKeepEnv = "CORRAL_FAULT_KEEP_DIR"
+
+// rollClient is a recorded session of the load: a register client over keys, or a holder (keys
+// empty) that keeps its session with an ephemeral node and reads now and then.
+type rollClient struct {
+	*client
+	keys    []string
+	session int64  // the session at the start
+	eph     string // the holder's ephemeral node
+	what    string // how it connects, for the log
+	expired atomic.Bool
+	// holders measure their own waits (they do not record their reads).
+	holderGap, holderLast int64
+}
+
+// rollLoad is a recorded load on a corralproc ensemble; start it with startRollLoad, stop it
+// with stop (idempotent, also deferred), and check it with check.
+type rollLoad struct {
+	t       *testing.T
+	e       *corralproc.Ensemble
+	rec     *linearize.Recorder
+	seed    uint64
+	nextID  int
+	keys    []string
+	clients []*rollClient
+	holders []*rollClient
+
+	ctx     context.Context
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+	errs    chan error
+	began   int64
+	stopped int64
+	once    sync.Once
+}
+
+// rollHosts is the connect string of a session: home first, then the other servers in index
+// order; home < 0 is every server in go-zookeeper's shuffled order.
+func rollHosts(e *corralproc.Ensemble, home int, servers []int) []string {
+	var order []string
+	if home >= 0 {
+		order = append(order, e.Addr(home))
+	}
+	for _, i := range servers {
+		if i != home {
+			order = append(order, e.Addr(i))
+		}
+	}
+	return order
+}
+
+// newRollClient opens a recorded session. home >= 0 pins it to that server first (it moves to
+// the others only when that fails); -1 connects it to all servers of servers.
+func (l *rollLoad) newRollClient(home int, servers []int, keys []string) *rollClient {
+	t := l.t
+	t.Helper()
+	rc := &rollClient{keys: keys}
+	order := rollHosts(l.e, home, servers)
+	var hosts zk.HostProvider = &zk.DNSHostProvider{} // go-zookeeper's default: shuffled
+	rc.what = "all servers"
+	if home >= 0 {
+		hosts = newOrderedHosts(order)
+		rc.what = "server " + strconv.Itoa(home+1) + " first"
+	}
+	conn, _, err := zk.Connect(order, sessionTimeout, zk.WithLogInfo(false), zk.WithLogger(quiet{}), zk.WithHostProvider(hosts),
+		zk.WithEventCallback(func(ev zk.Event) {
+			if ev.State == zk.StateExpired {
+				rc.expired.Store(true)
+			}
+		}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(15 * time.Second)
+	for conn.State() != zk.StateHasSession {
+		if time.Now().After(deadline) {
+			conn.Close()
+			t.Fatalf("no session (%s, state %v)", rc.what, conn.State())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	rc.client = &client{id: l.nextID, server: home, conn: conn, rec: l.rec,
+		rng: rand.New(rand.NewPCG(l.seed, uint64(l.nextID))), version: map[string]int32{}, counts: map[string]int{}}
+	rc.session = conn.SessionID()
+	l.nextID++
+	return rc
+}
+
+// rollSubtrees returns n top-level names ("rl" plus a number, prefix varying) for each data
+// shard in shards, chosen with router.TopLevelShard over all of them.
+func rollSubtrees(t *testing.T, prefix string, shards []uint64, n int) map[uint64][]string {
+	t.Helper()
+	out := map[uint64][]string{}
+	for k, found := 0, 0; found < n*len(shards); k++ {
+		if k > 10000 {
+			t.Fatalf("no %d names per shard: %v", n, out)
+		}
+		name := prefix + strconv.Itoa(k)
+		if s := router.TopLevelShard(name, shards); len(out[s]) < n {
+			out[s] = append(out[s], name)
+			found++
+		}
+	}
+	return out
+}
+
+func dataShards(n int) []uint64 {
+	ids := make([]uint64, n)
+	for i := range ids {
+		ids[i] = cluster.DataShardID(i)
+	}
+	return ids
+}
+
+// startRollLoad creates the parents and register keys (recorded, so that the model knows their
+// first values) and starts the load: per server one register client pinned to it and one
+// connected to all servers, and per server a holder pinned to it with an ephemeral node under
+// holderDir ("" = no holders). parents are created unless they exist; keys are created.
+func startRollLoad(t *testing.T, e *corralproc.Ensemble, parents, keys []string, holderDir string) *rollLoad {
+	t.Helper()
+	l := &rollLoad{t: t, e: e, rec: linearize.NewRecorder(), seed: uint64(time.Now().UnixNano()), keys: keys}
+	l.ctx, l.cancel = context.WithCancel(context.Background())
+	all := []int{0, 1, 2}
+	setup := l.newRollClient(0, all, nil)
+	defer setup.conn.Close()
+	for _, p := range parents {
+		if _, err := setup.conn.Create(p, nil, 0, zk.WorldACL(zk.PermAll)); err != nil && !errors.Is(err, zk.ErrNodeExists) {
+			t.Fatalf("create %s: %v", p, err)
+		}
+	}
+	for _, p := range keys {
+		out, err := setup.do(linearize.Input{Kind: linearize.Create, Path: p, Data: "init" + p})
+		if err != nil || out.Result != linearize.OK {
+			t.Fatalf("create %s: %v %v", p, out.Result, err)
+		}
+	}
+	for i := range all {
+		l.clients = append(l.clients, l.newRollClient(i, all, keys), l.newRollClient(-1, all, keys))
+		if holderDir != "" {
+			h := l.newRollClient(i, all, nil)
+			h.eph = fmt.Sprintf("%s/eph-%d", holderDir, i)
+			if _, err := h.conn.Create(h.eph, []byte(h.eph), zk.FlagEphemeral, zk.WorldACL(zk.PermAll)); err != nil {
+				t.Fatalf("create ephemeral %s: %v", h.eph, err)
+			}
+			l.holders = append(l.holders, h)
+		}
+	}
+	l.errs = make(chan error, len(l.clients))
+	l.began = l.rec.Now()
+	for _, c := range l.clients {
+		c.lastDefinite = l.began
+		l.wg.Add(1)
+		go func() {
+			defer l.wg.Done()
+			for n := 0; n < maxOpsPerClient && l.ctx.Err() == nil; n++ {
+				if _, err := c.do(c.rollNext()); err != nil {
+					l.errs <- err
+					return
+				}
+				time.Sleep(rollOpPause)
+			}
+		}()
+	}
+	for _, h := range l.holders {
+		h.holderLast = l.began
+		l.wg.Add(1)
+		go func() {
+			defer l.wg.Done()
+			tick := time.NewTicker(rollHolderPoll)
+			defer tick.Stop()
+			for {
+				select {
+				case <-l.ctx.Done():
+					return
+				case <-tick.C:
+				}
+				if ok, _, err := h.conn.Exists(h.eph); err == nil && ok {
+					now := l.rec.Now()
+					h.holderGap = max(h.holderGap, now-h.holderLast)
+					h.holderLast = now
+				}
+			}
+		}()
+	}
+	t.Logf("load: seed %d; %d register clients over %d keys, %d holders", l.seed, len(l.clients), len(keys), len(l.holders))
+	return l
+}
+
+// rollNext picks a register client's next operation over its keys (all below a top-level
+// subtree, so every operation is on one shard).
+func (c *rollClient) rollNext() linearize.Input {
+	path := c.keys[c.rng.IntN(len(c.keys))]
+	c.seq++
+	data := fmt.Sprintf("c%d-%d", c.id, c.seq)
+	switch r := c.rng.IntN(100); {
+	case r < 25:
+		return linearize.Input{Kind: linearize.Get, Path: path, Synced: true}
+	case r < 40:
+		return linearize.Input{Kind: linearize.Get, Path: path}
+	case r < 78:
+		v := linearize.AnyVersion
+		if c.rng.IntN(3) == 0 {
+			v = c.expected(path)
+		}
+		return linearize.Input{Kind: linearize.Set, Path: path, Data: data, Version: v}
+	case r < 91:
+		return linearize.Input{Kind: linearize.Create, Path: path, Data: data}
+	default:
+		return linearize.Input{Kind: linearize.Delete, Path: path, Version: c.expected(path)}
+	}
+}
+
+// stop ends the load and waits for its goroutines; the sessions stay open (check closes them).
+func (l *rollLoad) stop() {
+	l.once.Do(func() {
+		l.stopped = l.rec.Now()
+		l.cancel()
+		l.wg.Wait()
+		close(l.errs)
+	})
+}
+
+// close closes every session of the load.
+func (l *rollLoad) close() {
+	l.stop()
+	for _, c := range slices.Concat(l.clients, l.holders) {
+		c.conn.Close()
+	}
+}
+
+// rollResult is what check measured.
+type rollResult struct {
+	maxGap     time.Duration // longest wait of any client for a definite outcome
+	maxGapWho  string
+	ops, acked int
+}
+
+// check stops the load and checks it: no unexpected client error; every key read back (sync
+// then get) through each server in servers; porcupine and the validators (no acknowledged
+// write lost, no session read going back); no session of the load expired or changed and every
+// holder's ephemeral is there with its owner, read through each server; and, if gapBound > 0,
+// that no client waited longer than gapBound for a definite outcome.
+func (l *rollLoad) check(servers []int, gapBound time.Duration) rollResult {
+	t := l.t
+	t.Helper()
+	l.stop()
+	for err := range l.errs {
+		t.Error(err)
+	}
+	if t.Failed() {
+		t.FailNow()
+	}
+	var res rollResult
+	for _, c := range l.clients {
+		gap := time.Duration(c.maxGap)
+		t.Logf("client %d (%s): longest wait for a definite outcome %v, ending %.1fs into the load; %d definite; slowest %v",
+			c.id, c.what, gap.Round(time.Millisecond), time.Duration(c.maxGapEnd-l.began).Seconds(), c.definite.Load(), c.slowest)
+		if gap > res.maxGap {
+			res.maxGap, res.maxGapWho = gap, fmt.Sprintf("client %d (%s)", c.id, c.what)
+		}
+		if c.definite.Load() < 20 {
+			t.Errorf("client %d (%s) completed only %d operations", c.id, c.what, c.definite.Load())
+		}
+	}
+	for _, h := range l.holders {
+		gap := time.Duration(max(h.holderGap, l.stopped-h.holderLast))
+		t.Logf("holder %d (%s, %s): longest wait between successful reads %v", h.id, h.what, h.eph, gap.Round(time.Millisecond))
+		if gap > res.maxGap {
+			res.maxGap, res.maxGapWho = gap, fmt.Sprintf("holder %d (%s)", h.id, h.what)
+		}
+	}
+	if gapBound > 0 && res.maxGap > gapBound {
+		t.Errorf("%s waited %v for a definite outcome, bound %v (one election is at most %v)", res.maxGapWho, res.maxGap, gapBound, rollElection)
+	}
+	for _, c := range slices.Concat(l.clients, l.holders) {
+		if c.expired.Load() {
+			t.Errorf("client %d (%s): its session expired, though it stayed connected", c.id, c.what)
+		}
+		if st, id := c.conn.State(), c.conn.SessionID(); id != c.session {
+			t.Errorf("client %d (%s): session %x at the end (state %v), want %x", c.id, c.what, id, st, c.session)
+		}
+	}
+	for _, i := range servers {
+		shFinalReads(t, l.rec, l.nextID+i, l.e.Addr(i), l.keys)
+		c := dial(t, l.e.Addr(i))
+		for _, h := range l.holders {
+			if _, err := c.Sync(h.eph); err != nil {
+				t.Fatalf("server %d: sync %s: %v", i+1, h.eph, err)
+			}
+			_, st, err := c.Get(h.eph)
+			if err != nil || st.EphemeralOwner != h.session {
+				var owner int64
+				if st != nil {
+					owner = st.EphemeralOwner
+				}
+				t.Errorf("server %d: ephemeral %s of a connected session: owner %x, %v; want owner %x", i+1, h.eph, owner, err, h.session)
+			}
+		}
+		c.Close()
+	}
+	h := l.rec.History()
+	for _, op := range h {
+		res.ops++
+		if op.Acknowledged() {
+			res.acked++
+		}
+	}
+	t.Logf("history: %d operations, %d acknowledged writes, %v of load", res.ops, res.acked, ms(l.stopped-l.began))
+	ok, info := linearize.Check(h, 2*checkTimeout)
+	t.Logf("porcupine: %s", info)
+	if !ok {
+		t.Errorf("%v", info.Err())
+		reportIllegalPaths(t, h, l.keys)
+	}
+	if err := linearize.Validate(h); err != nil {
+		t.Errorf("validators: %v", err)
+	}
+	if res.acked < 100 {
+		t.Errorf("only %d writes acknowledged", res.acked)
+	}
+	t.Logf("longest wait for a definite outcome: %v (%s); liveness bound %v", res.maxGap.Round(time.Millisecond), res.maxGapWho, gapBound)
+	return res
+}
+
+// TestRollingRestart restarts the servers of a 3-process ensemble (three data shards) one at a
+// time under a recorded load, as an operator rolls a restart: stop a server, start it, wait
+// until every server serves and every Raft group has a running leader, let the load run a
+// second, go on with the next. SIGTERM goes twice around the ensemble; SIGKILL (a crash
+// instead of a clean stop) once. Checked: no acknowledged write is lost and the register
+// history is linearizable (porcupine, validators), no session of the load expired or changed
+// (every client stayed connected to some server; the holders' ephemerals are there, read
+// through every server), and no client waited longer than rollGapBound for a definite outcome
+// (measured per client and logged).
+func TestRollingRestart(t *testing.T) {
+	if testing.Short() {
+		t.Skip("multi-process rolling restart: ~60 s (skipped with -short)")
+	}
+	t.Run("SIGTERM", func(t *testing.T) { testRollingRestart(t, false, 2) })
+	t.Run("SIGKILL", func(t *testing.T) { testRollingRestart(t, true, 1) })
+}
+
+func testRollingRestart(t *testing.T, kill bool, rounds int) {
+	begin := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	const shards = 3
+	e, err := corralproc.Start(ctx, corralproc.Options{Servers: 3, Shards: shards, TickTime: rollTickTime,
+		KeepDir: os.Getenv(rollKeepEnv) != ""})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	t.Logf("ensemble up in %v (%s)", time.Since(begin).Round(time.Millisecond), e.Dir())
+	subtrees := rollSubtrees(t, "rl", dataShards(shards), 1)
+	var parents, keys []string
+	for _, s := range dataShards(shards) {
+		for _, name := range subtrees[s] {
+			parents = append(parents, "/"+name)
+			for k := 0; k < 2; k++ {
+				keys = append(keys, fmt.Sprintf("/%s/k%d", name, k))
+			}
+		}
+	}
+	parents = append(parents, "/holders")
+	l := startRollLoad(t, e, parents, keys, "/holders")
+	defer l.close()
+	time.Sleep(rollDwell)
+
+	how := "SIGTERM"
+	if kill {
+		how = "SIGKILL"
+	}
+	var restarts []time.Duration
+	for round := 0; round < rounds; round++ {
+		for i := 0; i < e.Size(); i++ {
+			at := time.Now()
+			if kill {
+				err = e.Kill(i)
+			} else {
+				err = e.Stop(i)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			stopped := time.Since(at)
+			if err := e.Start(ctx, i); err != nil {
+				t.Fatalf("restart server %d: %v", i+1, err)
+			}
+			serving := time.Since(at)
+			if err := e.WaitLeaders(ctx); err != nil {
+				t.Fatalf("after restarting server %d: %v", i+1, err)
+			}
+			restarts = append(restarts, time.Since(at))
+			t.Logf("round %d: %s server %d at %.1fs: stopped in %v, serving after %v, leaders settled after %v",
+				round+1, how, i+1, time.Duration(l.rec.Now()-l.began).Seconds(), stopped.Round(time.Millisecond),
+				serving.Round(time.Millisecond), time.Since(at).Round(time.Millisecond))
+			time.Sleep(rollDwell)
+		}
+	}
+	res := l.check([]int{0, 1, 2}, rollGapBound)
+	t.Logf("%s rolling restart, %d rounds: restarts took %v; longest client wait %v (%s); %d acknowledged writes; total %v",
+		how, rounds, restarts, res.maxGap.Round(time.Millisecond), res.maxGapWho, res.acked, time.Since(begin).Round(time.Millisecond))
+}
