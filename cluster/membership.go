@@ -250,7 +250,7 @@ func (s *Server) RemoveMember(ctx context.Context, id uint64) []MemberChange {
 			}
 			return "removed", "", func(ctx context.Context, ccid uint64) error {
 				if voter {
-					s.leadershipAway(ctx, shardID, id, m.Nodes)
+					s.leadershipAway(ctx, shardID, id, m.Nodes, "moved shard leadership before removing its leader")
 				}
 				return s.nh.SyncRequestDeleteReplica(ctx, shardID, id, ccid)
 			}, nil
@@ -258,10 +258,14 @@ func (s *Server) RemoveMember(ctx context.Context, id uint64) []MemberChange {
 	})
 }
 
+// transferWait is how long leadershipAway waits for one leader transfer.
+const transferWait = time.Second
+
 // leadershipAway asks the shard's leader, if it is id, to hand leadership to another reachable
-// voter, and waits (within ctx) until it has. If no transfer happens, the removal goes ahead
-// anyway: the removed leader steps down and the others elect a new one.
-func (s *Server) leadershipAway(ctx context.Context, shardID, id uint64, voters map[uint64]string) {
+// voter, and waits (within ctx) until it has, logging done when it did. If no transfer happens,
+// what follows goes ahead anyway (a removal, a shutdown): the leader steps down or stops and
+// the others elect a new one.
+func (s *Server) leadershipAway(ctx context.Context, shardID, id uint64, voters map[uint64]string, done string) {
 	if lid, _, ok, err := s.nh.GetLeaderID(shardID); err != nil || !ok || lid != id {
 		return
 	}
@@ -279,15 +283,28 @@ func (s *Server) leadershipAway(ctx context.Context, shardID, id uint64, voters 
 		if err := s.nh.RequestLeaderTransfer(shardID, target); err != nil {
 			return
 		}
-		for ctx.Err() == nil {
-			if lid, _, ok, err := s.nh.GetLeaderID(shardID); err == nil && ok && lid != id {
-				s.log.Info("moved shard leadership before removing its leader", "shard", shardID, "from", id, "to", lid)
-				return
-			}
-			time.Sleep(20 * time.Millisecond)
+		// A transfer completes in a round trip or two once the target has the leader's log; one
+		// that has not after transferWait (the target lags, or the request was dropped) is tried
+		// with the next voter.
+		if s.awaitLeaderOtherThan(ctx, shardID, id, done) || ctx.Err() != nil {
+			return
 		}
-		return
 	}
+}
+
+// awaitLeaderOtherThan waits up to transferWait (within ctx) until the shard's leader is not id,
+// and logs done when it is.
+func (s *Server) awaitLeaderOtherThan(ctx context.Context, shardID, id uint64, done string) bool {
+	ctx, cancel := context.WithTimeout(ctx, transferWait)
+	defer cancel()
+	for ctx.Err() == nil {
+		if lid, _, ok, err := s.nh.GetLeaderID(shardID); err == nil && ok && lid != id {
+			s.log.Info(done, "shard", shardID, "from", id, "to", lid)
+			return true
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return false
 }
 
 // MembersText is the admin /members page: per shard the leader, the voters, the non-voting

@@ -39,7 +39,11 @@ func runServer(args []string) int {
 	}
 	select {
 	case <-ctx.Done():
-		log.Info("shutting down")
+		log.Info("shutting down: handing over shard leaderships first")
+		stop() // a second signal ends the process at once
+		if n := srv.HandOffLeadership(context.Background()); n > 0 {
+			log.Info("handed over shard leaderships", "shards", n)
+		}
 	case <-srv.Removed():
 		log.Info("removed from the ensemble (every shard); shutting down")
 	}

@@ -57,7 +57,7 @@ func TestRollingUpgrade(t *testing.T) {
 	time.Sleep(time.Second)
 
 	for i := 0; i < e.Size(); i++ {
-		t.Logf("%.1fs: stopping server %d", time.Since(load.began).Seconds(), i+1)
+		t.Logf("%.1fs: stopping server %d (%s)", time.Since(load.began).Seconds(), i+1, e.Addr(i))
 		if err := e.Stop(i); err != nil {
 			t.Fatal(err)
 		}
@@ -197,6 +197,7 @@ type upgradeLoad struct {
 	acked []string
 	gaps  []time.Duration // per writer, the longest wait between acknowledgements
 	gapAt []time.Time     // and when it ended
+	gapOn []string        // and the servers the writer was connected to before and after it
 }
 
 type upgradeHolder struct {
@@ -239,7 +240,7 @@ func startUpgradeLoad(t *testing.T, e *corralproc.Ensemble) *upgradeLoad {
 		}
 		l.holders = append(l.holders, hd)
 	}
-	l.gaps, l.gapAt = make([]time.Duration, 4), make([]time.Time, 4)
+	l.gaps, l.gapAt, l.gapOn = make([]time.Duration, 4), make([]time.Time, 4), make([]string, 4)
 	for w := 0; w < 4; w++ {
 		c, _, err := zk.Connect(e.Addrs(), 10*time.Second, zk.WithLogInfo(false), zk.WithLogger(quiet{}))
 		if err != nil {
@@ -255,7 +256,7 @@ func startUpgradeLoad(t *testing.T, e *corralproc.Ensemble) *upgradeLoad {
 		l.wg.Add(1)
 		go func() {
 			defer l.wg.Done()
-			last := time.Now()
+			last, lastOn := time.Now(), c.Server()
 			for i := 0; ; i++ {
 				select {
 				case <-l.stopC:
@@ -272,11 +273,12 @@ func startUpgradeLoad(t *testing.T, e *corralproc.Ensemble) *upgradeLoad {
 				now := time.Now()
 				l.mu.Lock()
 				l.acked = append(l.acked, p)
+				on := c.Server()
 				if now.Sub(last) > l.gaps[w] {
-					l.gaps[w], l.gapAt[w] = now.Sub(last), now
+					l.gaps[w], l.gapAt[w], l.gapOn[w] = now.Sub(last), now, lastOn+" -> "+on
 				}
 				l.mu.Unlock()
-				last = now
+				last, lastOn = now, on
 				time.Sleep(5 * time.Millisecond)
 			}
 		}()
@@ -339,7 +341,8 @@ func (l *upgradeLoad) check(t *testing.T, e *corralproc.Ensemble) {
 		}
 	}
 	for w, g := range l.gaps {
-		t.Logf("writer %d: longest wait between acknowledgements %v, ended %.1fs into the load", w, g.Round(time.Millisecond), l.gapAt[w].Sub(l.began).Seconds())
+		t.Logf("writer %d: longest wait between acknowledgements %v, ended %.1fs into the load (connected to %s)",
+			w, g.Round(time.Millisecond), l.gapAt[w].Sub(l.began).Seconds(), l.gapOn[w])
 	}
 	t.Logf("%d writes acknowledged and read back on every server", len(l.acked))
 }
