@@ -3,7 +3,7 @@ GO        ?= go
 PKGS      ?= ./...
 TESTFLAGS ?= -count=1 -timeout 30m
 
-.PHONY: build deps test test-short test-race verify fuzz bench faults faults-soak clean
+.PHONY: build deps test test-short test-race verify fuzz bench faults faults-soak robust-soak clean
 
 build:
 	CGO_ENABLED=0 $(GO) build -o bin/corral ./cmd/corral
@@ -36,6 +36,14 @@ faults: build deps
 
 faults-soak: build deps
 	CORRAL_FAULT_SOAK=$(FAULT_RUNS) $(GO) test -count=1 -timeout 180m -v -run TestSessionFaultSoak ./tests/fault/
+
+# Randomized robustness runs (tests/fault/robust_test.go): a random nemesis (pause, partitions,
+# a shard leader's partition, SIGKILL and restart, all servers killed) under a mixed checked
+# workload; CORRAL_ROBUST_SEED repeats a sequence, CORRAL_ROBUST_TARGET=zookeeper runs it
+# against Apache ZooKeeper 3.8 (docs/reliability.md).
+ROBUST_RUNS ?= 30
+robust-soak: build deps
+	CORRAL_ROBUST_SOAK=$(ROBUST_RUNS) $(GO) test -count=1 -timeout 180m -v -run TestRobustnessSoak ./tests/fault/
 
 # Run every native fuzz target for a short while.
 FUZZTIME ?= 20s

@@ -63,7 +63,7 @@ func (r *rbRun) setup() *rbWorkload {
 		ephParent:  rbNameOn("eph", 1),
 		watchKey:   rbNameOn("watch", 0),
 	}
-	setup := r.recClient(0)
+	setup := r.recClient(0, false)
 	defer setup.conn.Close()
 	for _, p := range []string{w.seqParent, w.lockParent, w.ephParent} {
 		if _, err := setup.conn.Create(p, nil, 0, rbACL); err != nil {
@@ -95,7 +95,7 @@ func (r *rbRun) setup() *rbWorkload {
 	// Registers: on every server one client per data shard.
 	for home := 0; home < n; home++ {
 		for i, sub := range r.subtrees {
-			c := &shClient{client: r.recClient(home), home: home, shard: rbDataShards[i], subtrees: []string{sub},
+			c := &shClient{client: r.recClient(home, false), home: home, shard: rbDataShards[i], subtrees: []string{sub},
 				keys: []string{"/" + sub + "/k0", "/" + sub + "/k1"}}
 			reg := &rbRegister{c: c, w: &rbWorker{name: fmt.Sprintf("register %d (server %d)", c.id, home+1), conn: c.conn}}
 			w.registers = append(w.registers, reg)
@@ -103,24 +103,24 @@ func (r *rbRun) setup() *rbWorkload {
 	}
 	for home := 0; home < n; home++ {
 		s := &rbSeq{id: home, parent: w.seqParent, acked: map[string]string{}, result: map[string]linearize.Result{}}
-		s.w = &rbWorker{name: fmt.Sprintf("seq %d (server %d)", home, home+1), conn: r.dial(home, nil)}
+		s.w = &rbWorker{name: fmt.Sprintf("seq %d (server %d)", home, home+1), conn: r.dial(home, false, nil)}
 		w.seq = append(w.seq, s)
 
-		c := r.recClient(home)
+		c := r.recClient(home, true)
 		l := &rbLock{id: c.id, c: c, parent: w.lockParent, resource: w.resource}
 		l.w = &rbWorker{name: fmt.Sprintf("lock %d (server %d)", c.id, home+1), conn: c.conn}
 		w.locks = append(w.locks, l)
 
 		e := &rbEph{id: home, parent: w.ephParent}
-		e.w = &rbWorker{name: fmt.Sprintf("ephemeral %d (server %d)", home, home+1), conn: r.dial(home, e.event)}
+		e.w = &rbWorker{name: fmt.Sprintf("ephemeral %d (server %d)", home, home+1), conn: r.dial(home, true, e.event)}
 		w.ephs = append(w.ephs, e)
 	}
-	wc := r.recClient(0)
+	wc := r.recClient(0, false)
 	w.writer = &rbRegister{c: &shClient{client: wc}, w: &rbWorker{name: "watch writer (server 1)", conn: wc.conn}}
 	watcherHome := 1 % n
 	w.watcher = &rbWatcher{id: r.nextID, rec: r.rec, path: w.watchKey}
 	r.nextID++
-	w.watcher.w = &rbWorker{name: fmt.Sprintf("watcher (server %d)", watcherHome+1), conn: r.dial(watcherHome, nil)}
+	w.watcher.w = &rbWorker{name: fmt.Sprintf("watcher (server %d)", watcherHome+1), conn: r.dial(watcherHome, false, nil)}
 
 	for _, reg := range w.registers {
 		r.spawn(reg.w, func(ctx context.Context) { reg.run(ctx, r) })
@@ -456,13 +456,33 @@ func (l *rbLock) hold(ctx context.Context, r *rbRun, node string, sid int64) {
 	}
 }
 
-// checkLock: every state of the resource the history shows (acknowledged writes with the version
-// they produced, reads with the version they saw) is one value per version, and in version order
-// the tokens never decrease and each token's writes are contiguous.
+// checkLock logs the lock workers' counts and reports lockViolations.
 func (r *rbRun) checkLock(w *rbWorkload, h linearize.History) (ops int) {
+	violations, versions, maxToken := lockViolations(h, w.resource)
+	for _, v := range violations {
+		r.violation("%s", v)
+	}
+	var holds, fenced, conflicts, writes, lost int
+	for _, l := range w.locks {
+		holds, fenced, conflicts, writes, lost = holds+l.holds, fenced+l.fenced, conflicts+l.conflicts, writes+l.writes, lost+l.lost
+		ops += int(l.w.okOps.Load())
+	}
+	r.t.Logf("lock: %d holds, %d acknowledged resource writes, %d fenced, %d version conflicts, %d lock nodes lost; %d resource versions seen, up to token %d",
+		holds, writes, fenced, conflicts, lost, versions, maxToken)
+	if writes == 0 {
+		r.violation("lock: no resource write was acknowledged")
+	}
+	return ops
+}
+
+// stateByVersion collects every state of path the history shows, by data version: what reads
+// returned, what acknowledged sets and creates wrote. A version with two different values is
+// reported. The node must never be deleted.
+func stateByVersion(h linearize.History, path, what string) (map[int32]string, []string) {
+	var violations []string
 	byVersion := map[int32]string{}
 	for _, op := range h {
-		if op.Input.Path != w.resource || op.Output.Result != linearize.OK {
+		if op.Input.Path != path || op.Output.Result != linearize.OK {
 			continue
 		}
 		var v int32
@@ -478,35 +498,50 @@ func (r *rbRun) checkLock(w *rbWorkload, h linearize.History) (ops int) {
 			continue
 		}
 		if prev, ok := byVersion[v]; ok && prev != d {
-			r.violation("lock: resource version %d holds %q and %q", v, prev, d)
+			violations = append(violations, fmt.Sprintf("%s: %s version %d holds %q and %q", what, path, v, prev, d))
 		}
 		byVersion[v] = d
 	}
-	versions := slices.Sorted(maps.Keys(byVersion))
-	var last int64 = -1
+	return byVersion, violations
+}
+
+// lockViolations checks the fenced resource: one value per version, and in version order the
+// tokens never decrease and each token's writes are contiguous (no two holders' accepted
+// writes interleave).
+func lockViolations(h linearize.History, resource string) (violations []string, versions int, maxToken int64) {
+	byVersion, violations := stateByVersion(h, resource, "lock")
+	sorted := slices.Sorted(maps.Keys(byVersion))
+	maxToken = -1
 	lastAt := map[int64]int32{}
-	for i, v := range versions {
+	for i, v := range sorted {
 		tok := tokenOf(byVersion[v])
-		if tok < last {
-			r.violation("lock: token went back: version %d has %q after version %d had token %d", v, byVersion[v], versions[i-1], last)
+		if tok < maxToken {
+			violations = append(violations, fmt.Sprintf("lock: token went back: version %d holds %q after version %d held token %d",
+				v, byVersion[v], sorted[i-1], tokenOf(byVersion[sorted[i-1]])))
 		}
-		if at, seen := lastAt[tok]; seen && i > 0 && tokenOf(byVersion[versions[i-1]]) != tok {
-			r.violation("lock: writes of token %d interleave with another holder's (versions %d and %d)", tok, at, v)
+		if at, seen := lastAt[tok]; seen && tokenOf(byVersion[sorted[i-1]]) != tok {
+			violations = append(violations, fmt.Sprintf("lock: writes of token %d interleave with another holder's (versions %d and %d)", tok, at, v))
 		}
 		lastAt[tok] = v
-		last = max(last, tok)
+		maxToken = max(maxToken, tok)
 	}
-	var holds, fenced, conflicts, writes, lost int
-	for _, l := range w.locks {
-		holds, fenced, conflicts, writes, lost = holds+l.holds, fenced+l.fenced, conflicts+l.conflicts, writes+l.writes, lost+l.lost
-		ops += int(l.w.okOps.Load())
+	return violations, len(sorted), maxToken
+}
+
+// writeOrderViolations checks that the watch writer's values ("w<n>", n growing in the order
+// sent) grow with the key's version: a session's writes apply in the order it sent them.
+func writeOrderViolations(h linearize.History, key string) []string {
+	byVersion, violations := stateByVersion(h, key, "watch")
+	sorted := slices.Sorted(maps.Keys(byVersion))
+	for i := 1; i < len(sorted); i++ {
+		a, _ := strconv.Atoi(strings.TrimPrefix(byVersion[sorted[i-1]], "w"))
+		b, _ := strconv.Atoi(strings.TrimPrefix(byVersion[sorted[i]], "w"))
+		if b <= a {
+			violations = append(violations, fmt.Sprintf("watch: the writer's writes applied out of order: version %d holds %q after version %d held %q",
+				sorted[i], byVersion[sorted[i]], sorted[i-1], byVersion[sorted[i-1]]))
+		}
 	}
-	r.t.Logf("lock: %d holds, %d acknowledged resource writes, %d fenced, %d version conflicts, %d lock nodes lost; %d resource versions seen, up to token %d",
-		holds, writes, fenced, conflicts, lost, len(versions), last)
-	if writes == 0 {
-		r.violation("lock: no resource write was acknowledged")
-	}
-	return ops
+	return violations
 }
 
 // ---- ephemerals ----
@@ -525,7 +560,6 @@ type rbEph struct {
 	nodes    []rbNode // created, in order
 	vanished []rbNode // seen missing while their session was current
 	wrongOwn []string // seen owned by another session
-	maybe    []rbNode // creates of unknown outcome
 }
 
 type rbNode struct {
@@ -567,11 +601,9 @@ func (e *rbEph) run(ctx context.Context, r *rbRun) {
 				e.nodes = append(e.nodes, n)
 				e.mu.Unlock()
 				cur = &n
-			case res == linearize.Unknown:
-				e.mu.Lock()
-				e.maybe = append(e.maybe, n)
-				e.mu.Unlock()
 			}
+			// A create of unknown outcome that applied made a node of this session, which the
+			// final check accepts while the session lives, and requires gone once it expired.
 			sleepCtx(ctx, rbEphPoll)
 			continue
 		}
@@ -770,25 +802,15 @@ func (r *rbRun) checkWatch(w *rbWorkload, h linearize.History) (ops int) {
 	if wt.maxSeen < final {
 		r.violation("watcher: saw version %d at most, the final version is %d (%v after the load ended)", wt.maxSeen, final, rbWatchBound)
 	}
-	byVersion := map[int32]string{}
-	for _, op := range h {
-		if op.Input.Path != w.watchKey || op.Output.Result != linearize.OK {
-			continue
+	if vs := writeOrderViolations(h, w.watchKey); len(vs) > 0 {
+		for _, v := range vs {
+			r.violation("%s", v)
 		}
-		switch op.Input.Kind {
-		case linearize.Get:
-			byVersion[op.Output.Version] = op.Output.Data
-		case linearize.Set:
-			byVersion[op.Output.Version] = op.Input.Data
-		}
-	}
-	versions := slices.Sorted(maps.Keys(byVersion))
-	for i := 1; i < len(versions); i++ {
-		a, _ := strconv.Atoi(strings.TrimPrefix(byVersion[versions[i-1]], "w"))
-		b, _ := strconv.Atoi(strings.TrimPrefix(byVersion[versions[i]], "w"))
-		if b <= a {
-			r.violation("watch: the writer's writes applied out of order: version %d holds %q after version %d held %q",
-				versions[i], byVersion[versions[i]], versions[i-1], byVersion[versions[i-1]])
+		// The writes involved, for the report: the writer's sets whose values were applied late.
+		for _, op := range h {
+			if op.Input.Path == w.watchKey && op.Input.Kind == linearize.Set && op.Output.Result != linearize.OK {
+				r.t.Logf("watch writer's set without acknowledgement: %v", op)
+			}
 		}
 	}
 	r.t.Logf("watch: %d writes acknowledged, %d reads, %d change events, %d re-arms after NotWatching, %d other events; final version %d, watcher saw %d",
@@ -905,7 +927,7 @@ func (r *rbRun) check(w *rbWorkload, res *rbResult) {
 	}
 	res.ops["lock"] = r.checkLock(w, h)
 
-	checker := r.dial(0, nil)
+	checker := r.dial(0, false, nil)
 	defer checker.Close()
 	res.ops["seq"] = r.checkSeq(w, checker)
 	res.ops["ephemeral"] = r.checkEph(w, checker)

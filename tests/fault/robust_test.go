@@ -446,11 +446,11 @@ func (w *rbWorker) longestGap(from, to int64) (gap, end int64) {
 }
 
 // dial opens a session that starts on server home and fails over to the others in index order
-// (orderedHosts), with cb receiving its events.
-func (r *rbRun) dial(home int, cb func(zk.Event)) *zk.Conn {
+// (orderedHosts), or, if pinned, only ever connects to home; cb receives its events.
+func (r *rbRun) dial(home int, pinned bool, cb func(zk.Event)) *zk.Conn {
 	r.t.Helper()
 	order := []string{r.e.Addr(home)}
-	for i := 0; i < r.e.Size(); i++ {
+	for i := 0; i < r.e.Size() && !pinned; i++ {
 		if i != home {
 			order = append(order, r.e.Addr(i))
 		}
@@ -475,8 +475,8 @@ func (r *rbRun) dial(home int, cb func(zk.Event)) *zk.Conn {
 }
 
 // recClient returns a recorded client (tests/fault's client) on its own session.
-func (r *rbRun) recClient(home int) *client {
-	c := &client{id: r.nextID, server: home, conn: r.dial(home, nil), rec: r.rec,
+func (r *rbRun) recClient(home int, pinned bool) *client {
+	c := &client{id: r.nextID, server: home, conn: r.dial(home, pinned, nil), rec: r.rec,
 		rng: rand.New(rand.NewPCG(r.seed, uint64(r.nextID))), version: map[string]int32{}, counts: map[string]int{}}
 	r.nextID++
 	return c
@@ -582,8 +582,8 @@ func runRobust(t *testing.T, target rbTarget, n rbNemesis, seed uint64, outage t
 	if err := heal(); err != nil {
 		t.Fatalf("heal %s: %v", n.name, err)
 	}
-	t.Logf("%s of %s at %v, healed at %v (heal took %v)", n.name, victim, ms(injectAt-loadStart), ms(healAt-loadStart),
-		ms(r.rec.Now()-healAt))
+	t.Logf("%s of %s at %v into the load, healed at %v (heal took %v); recorder clock: load from %v, fault %v to %v",
+		n.name, victim, ms(injectAt-loadStart), ms(healAt-loadStart), ms(r.rec.Now()-healAt), ms(loadStart), ms(injectAt), ms(healAt))
 
 	// After the heal: every worker must succeed again (liveness), and the load goes on for
 	// rbAfterHeal at least.
