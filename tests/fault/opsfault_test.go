@@ -1,0 +1,457 @@
+package faulttest
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/corral/corral/internal/corralproc"
+	"github.com/corral/corral/router"
+)
+
+// The faults the TestFaultDuring* tests inject while an operation runs.
+type opfFaultKind int
+
+const (
+	opfKill  opfFaultKind = iota // SIGKILL, then start the server again
+	opfPause                     // SIGSTOP for opfPauseFor, then SIGCONT
+)
+
+const (
+	opfPauseFor = 2 * time.Second
+	// opfFaultDelay is how long after sending the request the fault strikes: the operations
+	// take a few milliseconds to a few hundred (a move of the 600 KB subtree below: a copy and
+	// two Raft rounds), so the fault lands during the operation; the log says whether the
+	// answer had come already.
+	opfFaultDelay = 3 * time.Millisecond
+	// opfRetryBound bounds the operator's retries after healing: a move left prepared is
+	// finished or aborted by recovery within router.MoveDeadline.
+	opfRetryBound = 30 * time.Second
+	opfBigNodes   = 150      // nodes of the moved subtree besides the keys
+	opfBigData    = 4 << 10  // bytes each
+	opfBatch      = 25       // creates per multi in the setup
+	opfAdminLimit = 20 << 10 // bytes of an admin answer kept
+)
+
+// opfAdminClient keeps no idle connections (goleak) and bounds each request: a request to a
+// paused server would otherwise wait for it.
+var opfAdminClient = &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Timeout: 2*router.MoveDeadline + 10*time.Second}
+
+// adminAnswer is the outcome of one admin request.
+type adminAnswer struct {
+	code int // 0: no answer (err)
+	body string
+	err  error
+	took time.Duration
+}
+
+func (a adminAnswer) String() string {
+	if a.err != nil {
+		return fmt.Sprintf("no answer after %v: %v", a.took.Round(time.Millisecond), a.err)
+	}
+	return fmt.Sprintf("%d after %v: %s", a.code, a.took.Round(time.Millisecond), strings.TrimSpace(a.body))
+}
+
+func opfAdmin(method string, e *corralproc.Ensemble, i int, pathQuery string) adminAnswer {
+	began := time.Now()
+	req, err := http.NewRequest(method, "http://"+e.AdminAddr(i)+pathQuery, nil)
+	if err != nil {
+		return adminAnswer{err: err}
+	}
+	resp, err := opfAdminClient.Do(req)
+	if err != nil {
+		return adminAnswer{err: err, took: time.Since(began)}
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, opfAdminLimit))
+	return adminAnswer{code: resp.StatusCode, body: string(body), err: err, took: time.Since(began)}
+}
+
+// opfFault strikes server victim with kind while the admin request (to server coord) runs, heals
+// it, and returns the request's answer. The request runs on its own goroutine, which this
+// function waits for.
+func opfFault(t *testing.T, ctx context.Context, e *corralproc.Ensemble, coord int, pathQuery string, victim int, kind opfFaultKind) adminAnswer {
+	t.Helper()
+	answer := make(chan adminAnswer, 1)
+	go func() { answer <- opfAdmin(http.MethodPost, e, coord, pathQuery) }()
+	time.Sleep(opfFaultDelay)
+	select {
+	case a := <-answer:
+		answer <- a
+		t.Logf("the answer came before the fault: %v", a)
+	default:
+	}
+	struck := time.Now()
+	switch kind {
+	case opfKill:
+		if err := e.Kill(victim); err != nil {
+			t.Fatal(err)
+		}
+		if victim != coord {
+			// Not in the way of the request: restart at once, as a supervisor would.
+			if err := e.Start(ctx, victim); err != nil {
+				t.Fatalf("restart server %d: %v", victim+1, err)
+			}
+		}
+	case opfPause:
+		pid := e.Pid(victim)
+		if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(opfPauseFor)
+		if err := syscall.Kill(pid, syscall.SIGCONT); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a := <-answer
+	if kind == opfKill && victim == coord {
+		if err := e.Start(ctx, victim); err != nil {
+			t.Fatalf("restart server %d: %v", victim+1, err)
+		}
+	}
+	if err := e.WaitLeaders(ctx); err != nil {
+		t.Fatalf("after the fault: %v", err)
+	}
+	t.Logf("fault healed %v after it struck; the request answered %v", time.Since(struck).Round(time.Millisecond), a)
+	return a
+}
+
+var placementLine = regexp.MustCompile(`(?m)^shard=(\d+) tag=\d+ znodes=(\d+) zxid=(0x[0-9a-f]+)(.*)$`)
+var mountLine = regexp.MustCompile(`(?m)^mount=(\S+) shard=(\d+)$`)
+
+// placement is one server's /placement page: per data shard its znode count and last zxid (and
+// whether it holds a transaction prepared), and the mounts.
+type placement struct {
+	znodes   map[uint64]int
+	zxid     map[uint64]string
+	prepared map[uint64]bool
+	mounts   map[string]uint64
+}
+
+func readPlacement(e *corralproc.Ensemble, i int) (placement, error) {
+	a := opfAdmin(http.MethodGet, e, i, "/placement")
+	if a.err != nil || a.code != http.StatusOK {
+		return placement{}, fmt.Errorf("server %d /placement: %v", i+1, a)
+	}
+	p := placement{znodes: map[uint64]int{}, zxid: map[uint64]string{}, prepared: map[uint64]bool{}, mounts: map[string]uint64{}}
+	for _, m := range placementLine.FindAllStringSubmatch(a.body, -1) {
+		id, _ := strconv.ParseUint(m[1], 10, 64)
+		p.znodes[id], _ = strconv.Atoi(m[2])
+		p.zxid[id] = m[3]
+		p.prepared[id] = strings.Contains(m[4], "prepared_txn")
+	}
+	for _, m := range mountLine.FindAllStringSubmatch(a.body, -1) {
+		id, _ := strconv.ParseUint(m[2], 10, 64)
+		p.mounts[m[1]] = id
+	}
+	return p, nil
+}
+
+// quietPlacement waits until every server in servers reports the same zxid and znode count for
+// every data shard and none holds a transaction prepared, and returns that placement.
+func quietPlacement(t *testing.T, e *corralproc.Ensemble, servers []int) placement {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		var first placement
+		why := ""
+		for _, i := range servers {
+			p, err := readPlacement(e, i)
+			switch {
+			case err != nil:
+				why = err.Error()
+			case first.znodes == nil:
+				first = p
+			case !mapsEqual(p.znodes, first.znodes) || !mapsEqual(p.zxid, first.zxid) || !mapsEqual(p.mounts, first.mounts):
+				why = fmt.Sprintf("server %d: %v %v %v; server %d: %v %v %v", servers[0]+1, first.znodes, first.zxid, first.mounts,
+					i+1, p.znodes, p.zxid, p.mounts)
+			}
+			for id, ok := range p.prepared {
+				if ok {
+					why = fmt.Sprintf("server %d: shard %d holds a transaction prepared", i+1, id)
+				}
+			}
+		}
+		if why == "" {
+			return first
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the servers' placement did not settle: %s", why)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func mapsEqual[K comparable, V comparable](a, b map[K]V) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if w, ok := b[k]; !ok || w != v {
+			return false
+		}
+	}
+	return true
+}
+
+// walk lists the subtree at root through c (root included), after a sync.
+func walk(t *testing.T, c *zk.Conn, root string) []string {
+	t.Helper()
+	if _, err := c.Sync(root); err != nil {
+		t.Fatalf("sync %s: %v", root, err)
+	}
+	out := []string{root}
+	for i := 0; i < len(out); i++ {
+		kids, _, err := c.Children(out[i])
+		if err != nil {
+			t.Fatalf("children of %s: %v", out[i], err)
+		}
+		for _, k := range kids {
+			out = append(out, out[i]+"/"+k)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// moveStep is one move of TestFaultDuringMove and the fault injected during it.
+type moveStep struct {
+	to     uint64
+	fault  string // "coordinator", "source leader", "destination leader"
+	kind   opfFaultKind
+	coord  int // the server whose admin port is asked
+	victim int
+}
+
+// TestFaultDuringMove moves a subtree (150 nodes of 4 KB, register keys under load, the load's
+// holders' ephemerals) around three data shards of a 3-process ensemble, each move with a fault
+// during it: SIGKILL of the server coordinating the move, SIGKILL of the destination shard's
+// leader, a 2 s pause (SIGSTOP) of the source shard's leader. After healing, the test asks
+// again as an operator would until the move is done (200, or 409 "already there"), and checks:
+// every server routes the subtree to the destination; every znode of the subtree is there, read
+// through every server, and held by the destination shard only (the shards' znode counts on
+// /placement: the destination's grew by the subtree's size, the others are back where they were
+// before the subtree existed); no acknowledged write is lost, the register history is
+// linearizable, no session of the load expired, and the ensemble serves.
+func TestFaultDuringMove(t *testing.T) {
+	if testing.Short() {
+		t.Skip("multi-process fault test: ~40 s (skipped with -short)")
+	}
+	begin := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	const shards = 4
+	e, err := corralproc.Start(ctx, corralproc.Options{Servers: 3, Shards: shards, TickTime: rollTickTime,
+		KeepDir: os.Getenv(rollKeepEnv) != ""})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	all := []int{0, 1, 2}
+	t.Logf("ensemble up in %v (%s)", time.Since(begin).Round(time.Millisecond), e.Dir())
+	ids := dataShards(shards)
+	names := rollSubtrees(t, "mv", ids, 1)
+	root := ids[0]
+	mv := "/" + names[ids[1]][0] // on the second data shard; the root shard holds the stubs
+	bg := "/" + names[root][0]   // background load on the root shard
+	base := quietPlacement(t, e, all)
+	t.Logf("moving %s (on shard %d); background load on %s (root shard %d); znodes before: %v", mv, ids[1], bg, root, base.znodes)
+
+	setup := dial(t, e.Addr(0))
+	defer setup.Close()
+	acl := zk.WorldACL(zk.PermAll)
+	for _, p := range []string{mv, mv + "/big"} {
+		if _, err := setup.Create(p, nil, 0, acl); err != nil {
+			t.Fatalf("create %s: %v", p, err)
+		}
+	}
+	big := make([]string, opfBigNodes)
+	payload := func(p string) []byte { return []byte(strings.Repeat(p+";", opfBigData/(len(p)+1))) }
+	for i := 0; i < opfBigNodes; i += opfBatch {
+		var ops []any
+		for j := i; j < min(i+opfBatch, opfBigNodes); j++ {
+			big[j] = fmt.Sprintf("%s/big/n%03d", mv, j)
+			ops = append(ops, &zk.CreateRequest{Path: big[j], Data: payload(big[j]), Acl: acl})
+		}
+		if _, err := setup.Multi(ops...); err != nil {
+			t.Fatalf("create %s..: %v", big[i], err)
+		}
+	}
+	var keys []string
+	for k := 0; k < 3; k++ {
+		keys = append(keys, fmt.Sprintf("%s/k%d", mv, k))
+	}
+	keys = append(keys, bg+"/k0", bg+"/k1")
+	l := startRollLoad(t, e, []string{bg}, keys, mv)
+	defer l.close()
+	time.Sleep(500 * time.Millisecond)
+
+	leaderOf := func(shard uint64) int {
+		t.Helper()
+		ls, err := shLeadersAny(ctx, e, all)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return int(ls[shard]) - 1
+	}
+	other := func(not ...int) int {
+		for i := range all {
+			if !slices.Contains(not, i) {
+				return i
+			}
+		}
+		return -1
+	}
+	from := ids[1]
+	steps := []moveStep{{to: ids[2], fault: "coordinator", kind: opfKill}, {to: ids[3], fault: "destination leader", kind: opfKill},
+		{to: ids[1], fault: "source leader", kind: opfPause}}
+	for n, st := range steps {
+		switch st.fault {
+		case "coordinator":
+			st.coord = 2
+			st.victim = st.coord
+		case "destination leader":
+			st.victim = leaderOf(st.to)
+			st.coord = other(st.victim)
+		case "source leader":
+			st.victim = leaderOf(from)
+			st.coord = other(st.victim)
+		}
+		kind := map[opfFaultKind]string{opfKill: "SIGKILL", opfPause: "SIGSTOP " + opfPauseFor.String()}[st.kind]
+		t.Logf("move %d: %s from shard %d to shard %d asked of server %d; %s of the %s, server %d, %v after asking (%.1fs into the load)",
+			n+1, mv, from, st.to, st.coord+1, kind, st.fault, st.victim+1, opfFaultDelay, time.Duration(l.rec.Now()-l.began).Seconds())
+		q := fmt.Sprintf("/move?path=%s&shard=%d", mv, st.to)
+		a := opfFault(t, ctx, e, st.coord, q, st.victim, st.kind)
+		attempts := 0
+		retried := time.Now()
+		for !moveDone(a, st.to) {
+			if a.code == http.StatusConflict || a.code == http.StatusBadRequest {
+				t.Fatalf("move %d refused: %v", n+1, a)
+			}
+			if time.Since(retried) > opfRetryBound {
+				t.Fatalf("move %d not done after %d retries in %v: %v", n+1, attempts, opfRetryBound, a)
+			}
+			attempts++
+			time.Sleep(200 * time.Millisecond)
+			a = opfAdmin(http.MethodPost, e, (st.coord+attempts)%3, q)
+			t.Logf("move %d, retry %d via server %d: %v", n+1, attempts, (st.coord+attempts)%3+1, a)
+		}
+		t.Logf("move %d done (%d retries): %s", n+1, attempts, strings.TrimSpace(a.body))
+		p := quietRoutes(t, e, all, mv, st.to)
+		t.Logf("move %d: every server routes %s to shard %d; znodes %v", n+1, mv, st.to, p.znodes)
+		from = st.to
+		time.Sleep(500 * time.Millisecond)
+	}
+	l.check(all, 0)
+
+	// The subtree: the same nodes through every server, the big nodes' data intact, and the
+	// shards' counts say it lives on the destination only.
+	var want []string
+	for _, i := range all {
+		c := dial(t, e.Addr(i))
+		got := walk(t, c, mv)
+		if want == nil {
+			want = got
+		} else if !slices.Equal(got, want) {
+			t.Errorf("server %d lists %d nodes under %s, server 1 %d: %v vs %v", i+1, len(got), mv, len(want), got, want)
+		}
+		for _, p := range big {
+			d, _, err := c.Get(p)
+			if err != nil || string(d) != string(payload(p)) {
+				t.Errorf("server %d: %s = %d bytes, %v; want its %d bytes", i+1, p, len(d), err, len(payload(p)))
+			}
+		}
+		c.Close()
+	}
+	if len(want) < opfBigNodes+2 {
+		t.Errorf("%s holds %d nodes, want at least %d", mv, len(want), opfBigNodes+2)
+	}
+	p := quietPlacement(t, e, all)
+	for _, id := range ids[1:] {
+		wantN := base.znodes[id]
+		if id == from {
+			wantN += len(want)
+		}
+		if p.znodes[id] != wantN {
+			t.Errorf("shard %d holds %d znodes, want %d (%d before %s existed%s)", id, p.znodes[id], wantN, base.znodes[id], mv,
+				map[bool]string{true: fmt.Sprintf(" + its %d nodes", len(want))}[id == from])
+		}
+	}
+	t.Logf("%s: %d nodes on shard %d only; znodes per shard %v (before: %v); total %v", mv, len(want), from, p.znodes, base.znodes,
+		time.Since(begin).Round(time.Millisecond))
+}
+
+// moveDone reports whether an answer to POST /move says the subtree is on shard to.
+func moveDone(a adminAnswer, to uint64) bool {
+	return a.code == http.StatusOK || a.code == http.StatusConflict && strings.Contains(a.body, fmt.Sprintf("is on shard %d already", to))
+}
+
+// quietRoutes waits until every server in servers mounts path on shard to, with the same
+// placement.
+func quietRoutes(t *testing.T, e *corralproc.Ensemble, servers []int, path string, to uint64) placement {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		p := quietPlacement(t, e, servers)
+		if p.mounts[path] == to {
+			return p
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the servers mount %s on shard %d, want %d", path, p.mounts[path], to)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// shLeadersAny is shLeaders for any number of Raft groups: group → leader myid, once every
+// running server in servers agrees and every group has a running leader.
+func shLeadersAny(ctx context.Context, e *corralproc.Ensemble, servers []int) (map[uint64]uint64, error) {
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		var agreed map[uint64]uint64
+		var why error
+		for _, i := range servers {
+			qctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+			ls, err := e.ShardLeaders(qctx, i)
+			cancel()
+			if err != nil {
+				why = err
+				break
+			}
+			m := map[uint64]uint64{}
+			for _, l := range ls {
+				if l.HasLeader && l.Leader >= 1 && int(l.Leader) <= e.Size() && e.Running(int(l.Leader)-1) {
+					m[l.Shard] = l.Leader
+				}
+			}
+			if len(m) != len(ls) {
+				why = fmt.Errorf("server %d: a group without a running leader: %+v", i+1, ls)
+				break
+			}
+			if agreed == nil {
+				agreed = m
+			} else if !mapsEqual(agreed, m) {
+				why = fmt.Errorf("servers disagree on the leaders: %v, server %d: %v", agreed, i+1, m)
+				break
+			}
+		}
+		if why == nil {
+			return agreed, nil
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return nil, why
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
