@@ -455,3 +455,193 @@ func shLeadersAny(ctx context.Context, e *corralproc.Ensemble, servers []int) (m
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+var shardsListLine = regexp.MustCompile(`(?m)^shard=(\d+) tag=\d+ origin=(\w+) running=(\w+) leader=(\d+) term=\d+ has_leader=(\w+)`)
+
+// shardsList is one server's /shards/list: data shard → "origin running has_leader".
+func shardsList(e *corralproc.Ensemble, i int) (map[uint64]string, error) {
+	a := opfAdmin(http.MethodGet, e, i, "/shards/list")
+	if a.err != nil || a.code != http.StatusOK {
+		return nil, fmt.Errorf("server %d /shards/list: %v", i+1, a)
+	}
+	out := map[uint64]string{}
+	for _, m := range shardsListLine.FindAllStringSubmatch(a.body, -1) {
+		id, _ := strconv.ParseUint(m[1], 10, 64)
+		out[id] = m[2] + " running=" + m[3] + " has_leader=" + m[5]
+	}
+	return out, nil
+}
+
+// addStep is one shard add of TestFaultDuringAddShard and the fault injected during it.
+type addStep struct {
+	fault         string // "coordinator", "root leader"
+	kind          opfFaultKind
+	coord, victim int
+}
+
+// TestFaultDuringAddShard adds three data shards online to a 3-process ensemble with two, each
+// add (POST /shards/add?expect=N) with a fault during it: SIGKILL of the server coordinating
+// the add, SIGKILL of the root shard's leader (the add is recorded in the root shard), and a
+// 2 s pause (SIGSTOP) of the root shard's leader. After healing, the test asks again with the
+// same expect, as docs/operations.md says, until the answer is 200 or 409 "there are N+1"
+// (the first request had added it), and checks: every server lists exactly the three added
+// shards, runs them and knows their leaders (no add counted twice); a subtree under load moved
+// onto the last added shard, and a fresh path mounted on each added shard, serve through every
+// server; no acknowledged write is lost, the register history is linearizable, and no session
+// of the load expired.
+func TestFaultDuringAddShard(t *testing.T) {
+	if testing.Short() {
+		t.Skip("multi-process fault test: ~30 s (skipped with -short)")
+	}
+	begin := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	const shards = 2
+	e, err := corralproc.Start(ctx, corralproc.Options{Servers: 3, Shards: shards, TickTime: rollTickTime,
+		KeepDir: os.Getenv(rollKeepEnv) != ""})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	all := []int{0, 1, 2}
+	t.Logf("ensemble up in %v (%s)", time.Since(begin).Round(time.Millisecond), e.Dir())
+	ids := dataShards(shards)
+	names := rollSubtrees(t, "as", ids, 1)
+	var parents, keys []string
+	for _, id := range ids {
+		p := "/" + names[id][0]
+		parents = append(parents, p)
+		keys = append(keys, p+"/k0", p+"/k1")
+	}
+	parents = append(parents, "/holders")
+	l := startRollLoad(t, e, parents, keys, "/holders")
+	defer l.close()
+	time.Sleep(500 * time.Millisecond)
+
+	rootLeader := func(not int) (leader, other int) {
+		t.Helper()
+		ls, err := shLeadersAny(ctx, e, all)
+		if err != nil {
+			t.Fatal(err)
+		}
+		leader = int(ls[ids[0]]) - 1
+		for other = 0; other == leader || other == not; other++ {
+		}
+		return leader, other
+	}
+	steps := []addStep{{fault: "coordinator", kind: opfKill}, {fault: "root leader", kind: opfKill}, {fault: "root leader", kind: opfPause}}
+	var added []uint64
+	for n, st := range steps {
+		expect := shards + n
+		if st.fault == "coordinator" {
+			st.coord, st.victim = 2, 2
+		} else {
+			st.victim, st.coord = rootLeader(-1)
+		}
+		kind := map[opfFaultKind]string{opfKill: "SIGKILL", opfPause: "SIGSTOP " + opfPauseFor.String()}[st.kind]
+		t.Logf("add %d (expect=%d) asked of server %d; %s of the %s, server %d, %v after asking (%.1fs into the load)",
+			n+1, expect, st.coord+1, kind, st.fault, st.victim+1, opfFaultDelay, time.Duration(l.rec.Now()-l.began).Seconds())
+		q := fmt.Sprintf("/shards/add?expect=%d&timeout=20s", expect)
+		a := opfFault(t, ctx, e, st.coord, q, st.victim, st.kind)
+		attempts := 0
+		retried := time.Now()
+		there := fmt.Sprintf("there are %d", expect+1)
+		for !(a.code == http.StatusOK || a.code == http.StatusConflict && strings.Contains(a.body, there)) {
+			if a.code == http.StatusConflict || a.code == http.StatusBadRequest {
+				t.Fatalf("add %d refused: %v", n+1, a)
+			}
+			if time.Since(retried) > opfRetryBound {
+				t.Fatalf("add %d not done after %d retries in %v: %v", n+1, attempts, opfRetryBound, a)
+			}
+			attempts++
+			time.Sleep(200 * time.Millisecond)
+			a = opfAdmin(http.MethodPost, e, (st.coord+attempts)%3, q)
+			t.Logf("add %d, retry %d via server %d: %v", n+1, attempts, (st.coord+attempts)%3+1, a)
+		}
+		t.Logf("add %d done (%d retries): %s", n+1, attempts, strings.TrimSpace(a.body))
+		id := ids[len(ids)-1] + uint64(n) + 1
+		added = append(added, id)
+		waitShards(t, e, all, shards+n+1)
+		time.Sleep(500 * time.Millisecond)
+	}
+
+	// The added shards serve: the first loaded subtree moves onto the last one under load, and
+	// a fresh path is mounted on each and written and read through every server.
+	moved := parents[0]
+	last := added[len(added)-1]
+	a := opfAdmin(http.MethodPost, e, 0, fmt.Sprintf("/move?path=%s&shard=%d", moved, last))
+	if a.code != http.StatusOK {
+		t.Fatalf("move %s onto added shard %d: %v", moved, last, a)
+	}
+	t.Logf("%s", strings.TrimSpace(a.body))
+	quietRoutes(t, e, all, moved, last)
+	time.Sleep(time.Second)
+	l.check(all, 0)
+	c := dial(t, e.Addr(0))
+	defer c.Close()
+	for _, id := range added {
+		p := fmt.Sprintf("/ns%d", id)
+		if a := opfAdmin(http.MethodPost, e, int(id)%3, fmt.Sprintf("/move?path=%s&shard=%d", p, id)); a.code != http.StatusOK {
+			t.Fatalf("mount %s on added shard %d: %v", p, id, a)
+		}
+		if _, err := c.Create(p, []byte(p), 0, zk.WorldACL(zk.PermAll)); err != nil {
+			t.Fatalf("create %s: %v", p, err)
+		}
+		if _, err := c.Create(p+"/x", []byte(p), 0, zk.WorldACL(zk.PermAll)); err != nil {
+			t.Fatalf("create %s/x: %v", p, err)
+		}
+	}
+	pl := quietPlacement(t, e, all)
+	for _, i := range all {
+		r := dial(t, e.Addr(i))
+		for _, id := range added {
+			p := fmt.Sprintf("/ns%d/x", id)
+			if _, err := r.Sync(p); err != nil {
+				t.Fatalf("server %d: sync %s: %v", i+1, p, err)
+			}
+			if d, _, err := r.Get(p); err != nil || string(d) != fmt.Sprintf("/ns%d", id) {
+				t.Errorf("server %d: %s = %q, %v", i+1, p, d, err)
+			}
+		}
+		r.Close()
+	}
+	for _, id := range added {
+		if pl.mounts[fmt.Sprintf("/ns%d", id)] != id || pl.znodes[id] < 2 {
+			t.Errorf("added shard %d: mounts %v, %d znodes; want /ns%d on it", id, pl.mounts, pl.znodes[id], id)
+		}
+	}
+	t.Logf("added shards %v serve; znodes per shard %v; total %v", added, pl.znodes, time.Since(begin).Round(time.Millisecond))
+}
+
+// waitShards waits until every server in servers lists n data shards, the initial ones and
+// n-initial added ones, all running with a leader.
+func waitShards(t *testing.T, e *corralproc.Ensemble, servers []int, n int) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		why := ""
+		for _, i := range servers {
+			l, err := shardsList(e, i)
+			if err != nil {
+				why = err.Error()
+				break
+			}
+			if len(l) != n {
+				why = fmt.Sprintf("server %d lists %d data shards, want %d: %v", i+1, len(l), n, l)
+				break
+			}
+			for id, s := range l {
+				if !strings.Contains(s, "running=true has_leader=true") {
+					why = fmt.Sprintf("server %d: shard %d %s", i+1, id, s)
+				}
+			}
+		}
+		if why == "" {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("shards: %s", why)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
