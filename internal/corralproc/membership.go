@@ -1,0 +1,104 @@
+package corralproc
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"path/filepath"
+	"strconv"
+	"time"
+)
+
+// AddObserver creates one more server, index Size() (myid Size()+1), in the ensemble's
+// directory and starts it as an observer that joins the running ensemble online: its zoo.cfg
+// names the other servers as they are and itself as "server.N=...:observer", with
+// peerType=observer (docs/operations.md "Observers", added online). The other servers' zoo.cfg
+// are left as they are: an online add does not need them changed. The new server waits until a
+// member adds it (POST /members/add?id=N&raft=<RaftAddr>&observer=true) and then catches up,
+// so AddObserver does not wait for it to serve: call WaitReady after the add.
+//
+// It returns the new server's index. Unlike the Ensemble's other methods it must not run
+// concurrently with Size, ServerDir or LogPath, which read the server list without the lock.
+func (e *Ensemble) AddObserver() (int, error) {
+	ports, err := freePorts(4)
+	if err != nil {
+		return 0, err
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return 0, errors.New("corralproc: ensemble closed")
+	}
+	s := &server{
+		myid:         len(e.servers) + 1,
+		clientPort:   ports[0],
+		peerPort:     ports[1],
+		electionPort: ports[2],
+		adminPort:    ports[3],
+	}
+	s.dir = filepath.Join(e.root, "s"+strconv.Itoa(s.myid))
+	e.servers = append(e.servers, s)
+	cfg := maps.Clone(e.opts.ServerConfig)
+	if cfg == nil {
+		cfg = map[int]map[string]string{}
+	}
+	own := maps.Clone(cfg[s.myid-1])
+	if own == nil {
+		own = map[string]string{}
+	}
+	own["peerType"] = "observer"
+	own["server."+strconv.Itoa(s.myid)] = fmt.Sprintf("127.0.0.1:%d:%d:observer", s.peerPort, s.electionPort)
+	cfg[s.myid-1] = own
+	e.opts.ServerConfig = cfg
+	if err := e.writeConfigLocked(s); err != nil {
+		return 0, err
+	}
+	if err := e.launchLocked(s); err != nil {
+		return 0, err
+	}
+	return s.myid - 1, nil
+}
+
+// RaftAddr is server i's Raft address (host:peerPort), as POST /members/add takes it.
+func (e *Ensemble) RaftAddr(i int) string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return "127.0.0.1:" + strconv.Itoa(e.servers[i].peerPort)
+}
+
+// StartOne starts the stopped server i and waits until it serves (answers `ruok` with `imok`),
+// without waiting for the other servers as Start does: for a restart while another server is
+// on its way out of the ensemble (it closes its client port once its removal began) or cannot
+// serve yet. It fails early, with the tail of the server's log, when the process exits.
+func (e *Ensemble) StartOne(ctx context.Context, i int) error {
+	if err := e.launch(i, false); err != nil {
+		return err
+	}
+	wctx, cancel := context.WithTimeout(ctx, e.opts.StartTimeout)
+	defer cancel()
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		e.mu.Lock()
+		p := e.servers[i].proc
+		e.mu.Unlock()
+		if p == nil {
+			return fmt.Errorf("%w: server %d", ErrNotRunning, i)
+		}
+		if p.Exited() {
+			return e.explain(fmt.Errorf("%w: server %d (myid %d): %v", ErrExited, i, i+1, p.Err()), i)
+		}
+		qctx, qcancel := context.WithTimeout(wctx, time.Second)
+		out, err := FourLetterWord(qctx, e.Addr(i), "ruok")
+		qcancel()
+		if err == nil && out == "imok" {
+			return nil
+		}
+		select {
+		case <-wctx.Done():
+			return e.explain(fmt.Errorf("%w: server %d (myid %d): %v (ruok: %q)", ErrNotReady, i, i+1, err, out), i)
+		case <-tick.C:
+		}
+	}
+}
