@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"sync"
@@ -289,6 +290,11 @@ type rollResult struct {
 func (l *rollLoad) check(servers []int, gapBound time.Duration) rollResult {
 	t := l.t
 	t.Helper()
+	defer func() {
+		if t.Failed() {
+			rollSaveLogs(t, l.e)
+		}
+	}()
 	l.stop()
 	for err := range l.errs {
 		t.Error(err)
@@ -366,6 +372,22 @@ func (l *rollLoad) check(servers []int, gapBound time.Duration) rollResult {
 	}
 	t.Logf("longest wait for a definite outcome: %v (%s); liveness bound %v", res.maxGap.Round(time.Millisecond), res.maxGapWho, gapBound)
 	return res
+}
+
+// rollSaveLogs copies every server's log to a new directory that outlives the ensemble's, and
+// says where: for a failed check, whose ensemble directory Close removes.
+func rollSaveLogs(t *testing.T, e *corralproc.Ensemble) {
+	dir, err := os.MkdirTemp("", "corral-fault-logs-")
+	if err != nil {
+		t.Logf("server logs not saved: %v", err)
+		return
+	}
+	for i := 0; i < e.Size(); i++ {
+		if data, err := os.ReadFile(e.LogPath(i)); err == nil {
+			os.WriteFile(filepath.Join(dir, fmt.Sprintf("server%d.log", i+1)), data, 0o644)
+		}
+	}
+	t.Logf("server logs saved in %s", dir)
 }
 
 // TestRollingRestart restarts the servers of a 3-process ensemble (three data shards) one at a
