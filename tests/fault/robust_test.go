@@ -7,6 +7,7 @@ import (
 	"maps"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strconv"
@@ -80,6 +81,7 @@ var rbUIDs = map[int]int{0: nobody, 1: nobody - 1, 2: nobody - 2}
 // rbEnsemble is what a run needs of the server processes: Corral's or Apache ZooKeeper's.
 type rbEnsemble interface {
 	ensemble
+	ServerDir(i int) string
 	Kill(i int) error
 	Start(ctx context.Context, i int) error
 	Running(i int) bool
@@ -237,8 +239,24 @@ func rbKill() rbNemesis {
 		if err := r.e.Kill(v); err != nil {
 			return "", nil, err
 		}
-		return fmt.Sprintf("server %d", v+1), once(func() error { return r.e.Start(r.ctx, v) }), nil
+		return fmt.Sprintf("server %d", v+1), once(func() error { return r.restart(v) }), nil
 	}}
+}
+
+// restart starts the killed server v again. Its Raft port cannot move (the peers know it); if
+// something else took it while the server was down (another test's process, an outgoing
+// connection's ephemeral port on this shared machine), the start is retried for a while.
+func (r *rbRun) restart(v int) error {
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		err := r.e.Start(r.ctx, v)
+		if err == nil || !errors.Is(err, corralproc.ErrPortInUse) || time.Now().After(deadline) {
+			return err
+		}
+		r.t.Logf("server %d: its port is taken, starting again in 1 s (%v)", v+1, strings.SplitN(err.Error(), "\n", 2)[0])
+		r.e.Kill(v) // reap the exited process, if the ensemble still counts it as running
+		time.Sleep(time.Second)
+	}
 }
 
 // rbKillAll SIGKILLs every server, then starts them all together (a server of a 3-ensemble
@@ -255,7 +273,7 @@ func rbKillAll() rbNemesis {
 			var wg sync.WaitGroup
 			for i := range errs {
 				wg.Add(1)
-				go func() { defer wg.Done(); errs[i] = r.e.Start(r.ctx, i) }()
+				go func() { defer wg.Done(); errs[i] = r.restart(i) }()
 			}
 			wg.Wait()
 			return errors.Join(errs...)
@@ -547,11 +565,16 @@ func runRobust(t *testing.T, target rbTarget, n rbNemesis, seed uint64, outage t
 		t.Fatal(err)
 	}
 	defer e.Close()
+	var addrs []string
+	for i := 0; i < e.Size(); i++ {
+		addrs = append(addrs, fmt.Sprintf("server %d %s", i+1, e.Addr(i)))
+	}
 	r := &rbRun{t: t, ctx: ctx, target: target, e: e, rng: rand.New(rand.NewPCG(seed, 1)),
 		rec: linearize.NewRecorder(), seed: seed}
 	res := rbResult{nemesis: n.name, outage: outage, ops: map[string]int{}}
-	t.Logf("%s: seed %d, nemesis %s, outage %v; ensemble up in %v", target.name, seed, n.name, outage,
-		time.Since(begin).Round(time.Millisecond))
+	t.Logf("%s: seed %d, nemesis %s, outage %v; ensemble up in %v (%s)", target.name, seed, n.name, outage,
+		time.Since(begin).Round(time.Millisecond), strings.Join(addrs, ", "))
+	defer r.keepLogs()
 
 	w := r.setup()
 	defer func() {
@@ -631,4 +654,33 @@ func runRobust(t *testing.T, target rbTarget, n rbNemesis, seed uint64, outage t
 		target.name, n.name, victim, outage, strings.Join(ops, ", "), len(res.violations), ms(int64(res.unavail)), res.unavailWho,
 		time.Since(begin).Round(time.Millisecond))
 	return res
+}
+
+// keepLogs copies the servers' logs of a run that failed or found violations to a directory
+// that outlives the ensemble, and names it.
+func (r *rbRun) keepLogs() {
+	r.mu.Lock()
+	bad := len(r.violations) > 0
+	r.mu.Unlock()
+	if !bad && !r.t.Failed() {
+		return
+	}
+	dir, err := os.MkdirTemp(os.Getenv(linearize.VisualizationDirEnv), "corral-robust-logs-*")
+	if err != nil {
+		r.t.Logf("server logs not kept: %v", err)
+		return
+	}
+	for i := 0; i < r.e.Size(); i++ {
+		logs, _ := filepath.Glob(filepath.Join(r.e.ServerDir(i), "*.log"))
+		for _, l := range logs {
+			data, err := os.ReadFile(l)
+			if err == nil {
+				err = os.WriteFile(filepath.Join(dir, fmt.Sprintf("s%d-%s", i+1, filepath.Base(l))), data, 0o644)
+			}
+			if err != nil {
+				r.t.Logf("server log %s not kept: %v", l, err)
+			}
+		}
+	}
+	r.t.Logf("server logs kept in %s", dir)
 }
