@@ -760,7 +760,11 @@ func TestFaultDuringMembership(t *testing.T) {
 	deadline := time.Now().Add(30 * time.Second)
 	for e.Running(removed) {
 		if time.Now().After(deadline) {
-			t.Fatalf("server %d still runs 30 s after its removal", removed+1)
+			logged, _ := os.ReadFile(e.LogPath(removed))
+			ruok, rerr := corralproc.FourLetterWord(ctx, e.Addr(removed), "ruok")
+			t.Fatalf("server %d still runs 30 s after its removal; ruok: %q %v; /shards: %v\n/members: %v\nits log:\n%s",
+				removed+1, ruok, rerr, opfAdmin(http.MethodGet, e, removed, "/shards"), opfAdmin(http.MethodGet, e, removed, "/members"),
+				corralproc.Tail(logged, 30))
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
