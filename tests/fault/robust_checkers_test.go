@@ -808,9 +808,18 @@ func (r *rbRun) checkWatch(w *rbWorkload, h linearize.History) (ops int) {
 		}
 		// The writes involved, for the report: the writer's sets whose values were applied late.
 		for _, op := range h {
-			if op.Input.Path == w.watchKey && op.Input.Kind == linearize.Set && op.Output.Result != linearize.OK {
-				r.t.Logf("watch writer's set without acknowledgement: %v", op)
+			if op.Input.Path != w.watchKey || op.Input.Kind != linearize.Set || op.Output.Result == linearize.OK {
+				continue
 			}
+			seen := "never read"
+			for _, rd := range h {
+				if rd.Input.Path == w.watchKey && rd.Input.Kind == linearize.Get && rd.Output.Result == linearize.OK &&
+					rd.Output.Data == op.Input.Data {
+					seen = fmt.Sprintf("first read by %v", rd)
+					break
+				}
+			}
+			r.t.Logf("watch writer's set without acknowledgement: %v; %s", op, seen)
 		}
 	}
 	r.t.Logf("watch: %d writes acknowledged, %d reads, %d change events, %d re-arms after NotWatching, %d other events; final version %d, watcher saw %d",
