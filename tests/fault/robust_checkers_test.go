@@ -822,8 +822,24 @@ func (r *rbRun) checkWatch(w *rbWorkload, h linearize.History) (ops int) {
 			r.t.Logf("watch writer's set without acknowledgement: %v; %s", op, seen)
 		}
 	}
-	r.t.Logf("watch: %d writes acknowledged, %d reads, %d change events, %d re-arms after NotWatching, %d other events; final version %d, watcher saw %d",
-		w.writer.w.okOps.Load(), wt.reads, wt.events, wt.rearms, wt.other, final, wt.maxSeen)
+	// Writes of unknown outcome, and how many of them a read showed applied (each is a chance
+	// for the order check to fail).
+	byVersion, _ := stateByVersion(h, w.watchKey, "watch")
+	applied := map[string]bool{}
+	for _, d := range byVersion {
+		applied[d] = true
+	}
+	unknown, unknownApplied := 0, 0
+	for _, op := range h {
+		if op.Input.Path == w.watchKey && op.Input.Kind == linearize.Set && op.Output.Result == linearize.Unknown {
+			unknown++
+			if applied[op.Input.Data] {
+				unknownApplied++
+			}
+		}
+	}
+	r.t.Logf("watch: %d writes acknowledged, %d of unknown outcome (%d of them seen applied), %d reads, %d change events, %d re-arms after NotWatching, %d other events; final version %d, watcher saw %d",
+		w.writer.w.okOps.Load(), unknown, unknownApplied, wt.reads, wt.events, wt.rearms, wt.other, final, wt.maxSeen)
 	if wt.events == 0 {
 		r.violation("watch: no change event delivered")
 	}
