@@ -108,11 +108,11 @@ func (r *rbRun) setup() *rbWorkload {
 
 		c := r.recClient(home, true)
 		l := &rbLock{id: c.id, c: c, parent: w.lockParent, resource: w.resource}
-		l.w = &rbWorker{name: fmt.Sprintf("lock %d (server %d)", c.id, home+1), conn: c.conn}
+		l.w = &rbWorker{name: fmt.Sprintf("lock %d (server %d)", c.id, home+1), conn: c.conn, pinned: true}
 		w.locks = append(w.locks, l)
 
 		e := &rbEph{id: home, parent: w.ephParent}
-		e.w = &rbWorker{name: fmt.Sprintf("ephemeral %d (server %d)", home, home+1), conn: r.dial(home, true, e.event)}
+		e.w = &rbWorker{name: fmt.Sprintf("ephemeral %d (server %d)", home, home+1), conn: r.dial(home, true, e.event), pinned: true}
 		w.ephs = append(w.ephs, e)
 	}
 	wc := r.recClient(0, false)
