@@ -57,6 +57,9 @@ type Config struct {
 	Join          bool
 	SuperDigest   string // zookeeper.DigestAuthenticationProvider.superDigest / corral.superDigest
 	ExtendedTypes bool   // zookeeper.extendedTypesEnabled: TTL nodes
+	// ReadOnlyMode (readonlymode.enabled): a server that has lost its quorum serves read-only
+	// clients (server/readonly.go) instead of refusing every client.
+	ReadOnlyMode bool
 	// Placement spreads top-level znodes over the data shards (corral.placement: hash, the
 	// default, or single: everything on the root shard).
 	Placement router.Placement
@@ -259,6 +262,8 @@ func (c *Config) set(k, v string, minST, maxST *time.Duration) error {
 		}
 	case k == "jute.maxbuffer":
 		c.MaxBuffer, err = atoi()
+	case k == "readonlymode.enabled" || k == "zookeeper.readonlymode.enabled":
+		c.ReadOnlyMode, err = strconv.ParseBool(v)
 	case k == "zookeeper.extendedTypesEnabled" || k == "extendedTypesEnabled" || k == "corral.extendedTypes":
 		c.ExtendedTypes = v == "true"
 	case k == "zookeeper.DigestAuthenticationProvider.superDigest" || k == "corral.superDigest":

@@ -46,6 +46,15 @@ func (s *Server) maxReadAge() time.Duration {
 func (s *Server) refreshReplicasOnce() {
 	half := s.maxReadAge() / 2
 	var wg sync.WaitGroup
+	if time.Since(time.Unix(0, s.metaConfirmed.Load())) > half {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ctx, cancel := context.WithTimeout(s.ctx, half/2)
+			defer cancel()
+			s.confirmMeta(ctx)
+		}()
+	}
 	for _, sh := range s.router.Shards() {
 		if sh.Age() <= half {
 			continue
@@ -59,4 +68,21 @@ func (s *Server) refreshReplicasOnce() {
 		}()
 	}
 	wg.Wait()
+}
+
+// confirmMeta runs a catch-up round (ReadIndex) on the meta shard and, if it completes, records
+// when it began.
+func (s *Server) confirmMeta(ctx context.Context) {
+	began := time.Now()
+	if s.Sync(ctx, MetaShardID) == nil {
+		s.metaConfirmed.Store(began.UnixNano())
+	}
+}
+
+// readOnly reports whether the server is in read-only mode (readonlymode.enabled,
+// server/readonly.go): it has not heard the session table's quorum (a completed catch-up round
+// on the meta shard) for the read bound, syncLimit × tickTime — ZooKeeper's follower gives up
+// on its leader after the same time. Without the key it is never read-only.
+func (s *Server) readOnly() bool {
+	return s.cfg.ReadOnlyMode && time.Since(time.Unix(0, s.metaConfirmed.Load())) > s.maxReadAge()
 }

@@ -71,15 +71,18 @@ type Server struct {
 	admin    *http.Server
 	ln       net.Listener
 
-	srvPtr  atomic.Pointer[server.Server]
-	balance balanceState // owned by balanceOnce (one goroutine, see every)
-	members memberState  // membership.go
-	added   addedState   // addshard.go
-	leaders leaderEpochs
-	ready   atomic.Bool
-	ctx     context.Context
-	cancel  context.CancelFunc
-	wg      sync.WaitGroup
+	srvPtr atomic.Pointer[server.Server]
+	// metaConfirmed is when (unix ns) a catch-up round on the meta shard last began that then
+	// completed: this server heard the session table's quorum then (quorumLost).
+	metaConfirmed atomic.Int64
+	balance       balanceState // owned by balanceOnce (one goroutine, see every)
+	members       memberState  // membership.go
+	added         addedState   // addshard.go
+	leaders       leaderEpochs
+	ready         atomic.Bool
+	ctx           context.Context
+	cancel        context.CancelFunc
+	wg            sync.WaitGroup
 }
 
 // Start runs a server from cfg and returns once it accepts clients.
@@ -95,10 +98,12 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (*Server, error) {
 		s.cancel()
 		return nil, err
 	}
+	readyFrom := time.Now()
 	if err := s.waitReady(ctx); err != nil {
 		s.Close()
 		return nil, err
 	}
+	s.metaConfirmed.Store(readyFrom.UnixNano()) // waitReady caught up with the meta shard
 	if err := s.startClientPort(); err != nil {
 		s.Close()
 		return nil, err
@@ -466,6 +471,7 @@ func (s *Server) startClientPort() error {
 		Sync: s.Sync, Info: s.info, Metrics: server.NewMetrics(s.reg), Log: s.log,
 		OutstandingLimit: s.cfg.GlobalOutstandingLimit,
 		MaxReadAge:       s.maxReadAge(),
+		ReadOnly:         s.readOnly,
 	})
 	s.srvPtr.Store(s.client)
 	s.wg.Add(1)

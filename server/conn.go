@@ -26,7 +26,10 @@ type conn struct {
 
 	sessionID int64
 	timeout   time.Duration
-	lastZxid  atomic.Int64
+	// readOnly marks a read-only session local to this server (readonly.go); set by the
+	// handshake, before the connection serves requests.
+	readOnly bool
+	lastZxid atomic.Int64
 	// lastWriteShard is the shard of the connection's latest write (0: none yet, or a
 	// cross-shard transaction). A write to another shard first waits for the earlier writes'
 	// replies, so a session's writes are applied in order across shards (reader goroutine only).
@@ -388,6 +391,22 @@ func (c *conn) handshake(r *bufio.Reader) bool {
 		c.logBad("decoding connect request", err)
 		return false
 	}
+	timeout := time.Duration(req.TimeOut) * time.Millisecond
+	if timeout < c.s.o.MinTimeout {
+		timeout = c.s.o.MinTimeout
+	}
+	if timeout > c.s.o.MaxTimeout {
+		timeout = c.s.o.MaxTimeout
+	}
+	if c.s.readOnlyNow() {
+		if req.LastZxidSeen > c.s.o.Router.LastZxid() {
+			c.s.o.Log.Info("refusing session in read-only mode: client has seen a newer zxid than this server",
+				"remote", c.nc.RemoteAddr().String(), "client_zxid", req.LastZxidSeen, "server_zxid", c.s.o.Router.LastZxid())
+			return false
+		}
+		c.lastZxid.Store(req.LastZxidSeen)
+		return c.readOnlyHandshake(&req, timeout)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), c.s.o.MaxTimeout)
 	defer cancel()
 	if req.LastZxidSeen > c.s.o.Router.LastZxid() {
@@ -404,13 +423,6 @@ func (c *conn) handshake(r *bufio.Reader) bool {
 		}
 	}
 	c.lastZxid.Store(req.LastZxidSeen)
-	timeout := time.Duration(req.TimeOut) * time.Millisecond
-	if timeout < c.s.o.MinTimeout {
-		timeout = c.s.o.MinTimeout
-	}
-	if timeout > c.s.o.MaxTimeout {
-		timeout = c.s.o.MaxTimeout
-	}
 	resp := wire.ConnectResponse{TimeOut: int32(timeout / time.Millisecond), HasReadOnly: req.HasReadOnly}
 	if req.SessionID == 0 {
 		id, pw, err := c.s.o.Sessions.Create(ctx, resp.TimeOut)

@@ -60,6 +60,9 @@ func (c *conn) fourLetterWord(w string) {
 		out = b.String()
 	case "isro":
 		out = "rw"
+		if c.s.readOnlyNow() {
+			out = "ro"
+		}
 	case "dump":
 		out = c.s.dump()
 	case "dirs":
@@ -113,7 +116,7 @@ func (s *Server) srvr(withClients bool) string {
 	fmt.Fprintf(&b, "Connections: %d\n", nconns)
 	fmt.Fprintf(&b, "Outstanding: %d\n", s.gate.outstanding())
 	fmt.Fprintf(&b, "Zxid: 0x%x\n", s.o.Router.LastZxid())
-	fmt.Fprintf(&b, "Mode: %s\n", info.Mode)
+	fmt.Fprintf(&b, "Mode: %s\n", s.mode(info))
 	fmt.Fprintf(&b, "Node count: %d\n", info.NodeCount)
 	return b.String()
 }
@@ -152,7 +155,7 @@ func (s *Server) mntr() string {
 	kv("packets_sent", s.stats.sent.Load())
 	kv("num_alive_connections", nconns)
 	kv("outstanding_requests", s.gate.outstanding())
-	kv("server_state", info.Mode)
+	kv("server_state", s.mode(info))
 	kv("znode_count", info.NodeCount)
 	kv("watch_count", s.o.Hub.WatchCount())
 	kv("ephemerals_count", 0)
@@ -203,4 +206,12 @@ func (s *Server) dump() string {
 	}
 	s.mu.Unlock()
 	return b.String()
+}
+
+// mode is the server's role as srvr and mntr report it: "read-only" in read-only mode.
+func (s *Server) mode(info Info) string {
+	if s.readOnlyNow() {
+		return "read-only"
+	}
+	return info.Mode
 }

@@ -28,8 +28,17 @@ func (c *conn) handle(frame []byte) bool {
 	// the latency statistics (reading the clock is not free on every machine).
 	now := time.Now()
 	c.reqNow = now
-	c.touch(now)
 	c.s.o.Metrics.countOp(h.Op)
+	if c.readOnly {
+		switch {
+		case h.Op == wire.OpCloseSession:
+			return c.endReadOnly(h)
+		case refusedReadOnly(h.Op):
+			return c.handleReadOnlyRefused(h)
+		}
+	} else {
+		c.touch(now)
+	}
 	switch h.Op {
 	case wire.OpPing:
 		if !c.waitIdle() {

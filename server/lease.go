@@ -30,7 +30,7 @@ func leaseDrop(h time.Time, timeout time.Duration) time.Time { return h.Add(2 * 
 // must close: the session is closed or owned elsewhere, the lease was not renewed in time, or
 // the connection is closing. The closeSession reply passes: it ends the session.
 func (c *conn) leaseGate() bool {
-	if c.sessionID == 0 || c.s.o.Sessions == nil || c.closingSession.Load() {
+	if c.sessionID == 0 || c.readOnly || c.s.o.Sessions == nil || c.closingSession.Load() {
 		return true
 	}
 	if time.Now().Before(c.leaseUntil.Load().(time.Time)) {
@@ -90,6 +90,7 @@ func (s *Server) watchdog(stop <-chan struct{}) {
 			return
 		case <-t.C:
 		}
+		s.closeReadOnlyIfRecovered()
 		now := time.Now()
 		s.mu.Lock()
 		var late []*conn

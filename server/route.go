@@ -19,6 +19,12 @@ import (
 // catch up within the session timeout; the connection is then closed (the client reconnects,
 // as after a lost server).
 func (c *conn) readView(sh *router.Shard, min int64) (v *shard.View, ok bool) {
+	if c.readOnly {
+		// A read-only session reads whatever this server has, however old (readonly.go).
+		if v = sh.View(); v != nil {
+			return v, true
+		}
+	}
 	r := c.s.o.Router
 	d := max(c.lastZxid.Load(), min)
 	maxAge := c.s.o.MaxReadAge

@@ -47,6 +47,9 @@ type Options struct {
 	// and unanswered, a connection with a request outstanding reads no more (default 1000,
 	// negative: no limit). See throttle.go.
 	OutstandingLimit int
+	// ReadOnly, when set, reports whether the server has lost its quorum and is in read-only
+	// mode (readonlymode.enabled): it then serves only read-only clients (readonly.go).
+	ReadOnly func() bool
 }
 
 // Info is what four-letter words report about the server.
@@ -73,7 +76,11 @@ type Server struct {
 		conns  map[*conn]struct{}
 		bySess map[int64]*conn
 		perIP  map[string]int
-		closed bool
+		// roSessions and roConns are the read-only sessions local to this server and their
+		// connections (readonly.go).
+		roSessions map[int64]roSession
+		roConns    map[int64]*conn
+		closed     bool
 		// stopWatchdog stops the lease watchdog (lease.go) that the first Serve starts.
 		stopWatchdog    chan struct{}
 		watchdogStarted bool
@@ -103,6 +110,8 @@ func New(o Options) *Server {
 	s.mu.conns = map[*conn]struct{}{}
 	s.mu.bySess = map[int64]*conn{}
 	s.mu.perIP = map[string]int{}
+	s.mu.roSessions = map[int64]roSession{}
+	s.mu.roConns = map[int64]*conn{}
 	s.stats.minLatency.Store(-1)
 	return s
 }
@@ -188,7 +197,10 @@ func (s *Server) untrack(c *conn) {
 		delete(s.mu.conns, c)
 		s.o.Metrics.connections.Dec()
 	}
-	if s.mu.bySess[c.sessionID] == c {
+	if c.readOnly && s.mu.roConns[c.sessionID] == c {
+		delete(s.mu.roConns, c.sessionID)
+	}
+	if !c.readOnly && s.mu.bySess[c.sessionID] == c {
 		delete(s.mu.bySess, c.sessionID)
 		if s.o.Sessions != nil {
 			s.o.Sessions.Forget(c.sessionID)

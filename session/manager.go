@@ -128,6 +128,15 @@ func (m *Manager) Create(ctx context.Context, timeout int32) (int64, []byte, err
 	return 0, nil, ErrExists
 }
 
+// LocalID returns a session id no session of this server's Create has or will have: for a
+// session that lives only on this server (a read-only session, server/readonly.go).
+func (m *Manager) LocalID() int64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.mu.nextID++
+	return m.mu.nextID
+}
+
 // Validate checks a reconnecting client's session id and password and returns the entry. A
 // session this replica does not know yet is looked up again after a barrier.
 func (m *Manager) Validate(ctx context.Context, id int64, pw []byte) (Entry, error) {

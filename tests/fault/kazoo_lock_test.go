@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -42,11 +41,8 @@ func TestKazooLockOneHolder(t *testing.T) {
 
 // lockSide is one kazoo_lock.py process and the events it printed.
 type lockSide struct {
-	cmd   *exec.Cmd
-	stdin io.WriteCloser
-	mu    sync.Mutex
-	evs   []lockEvent
-	done  chan struct{}
+	mu  sync.Mutex
+	evs []lockEvent
 }
 
 type lockEvent struct {
@@ -57,14 +53,30 @@ type lockEvent struct {
 func (e lockEvent) at() time.Time { return time.Unix(0, int64(e.T*1e9)) }
 
 func startLockSide(t *testing.T, hosts []string, name string) *lockSide {
-	script, err := filepath.Abs("testdata/kazoo_lock.py")
+	s := &lockSide{}
+	runPython(t, "testdata/kazoo_lock.py", func(line []byte) {
+		var ev lockEvent
+		if json.Unmarshal(line, &ev) == nil {
+			s.mu.Lock()
+			s.evs = append(s.evs, ev)
+			s.mu.Unlock()
+		}
+	}, strings.Join(hosts, ","), name, fmt.Sprint(sessionFaultTimeout.Seconds()))
+	return s
+}
+
+// runPython runs a kazoo script of testdata with args, passing each line it prints to onLine
+// (on another goroutine). The script runs until the test ends: then its stdin closes (it
+// exits), or it is killed after 10 s; its stderr is logged if the test failed.
+func runPython(t *testing.T, script string, onLine func([]byte), args ...string) {
+	path, err := filepath.Abs(script)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(python, script, strings.Join(hosts, ","), name, fmt.Sprint(sessionFaultTimeout.Seconds()))
+	cmd := exec.Command(python, append([]string{path}, args...)...)
 	cmd.Env = append(cmd.Environ(), "PYTHONDONTWRITEBYTECODE=1")
-	s := &lockSide{cmd: cmd, done: make(chan struct{})}
-	if s.stdin, err = cmd.StdinPipe(); err != nil {
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
 		t.Fatal(err)
 	}
 	out, err := cmd.StdoutPipe()
@@ -76,32 +88,27 @@ func startLockSide(t *testing.T, hosts []string, name string) *lockSide {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	done := make(chan struct{})
 	go func() {
-		defer close(s.done)
+		defer close(done)
 		sc := bufio.NewScanner(out)
 		for sc.Scan() {
-			var ev lockEvent
-			if json.Unmarshal(sc.Bytes(), &ev) == nil {
-				s.mu.Lock()
-				s.evs = append(s.evs, ev)
-				s.mu.Unlock()
-			}
+			onLine(sc.Bytes())
 		}
 	}()
 	t.Cleanup(func() {
-		s.stdin.Close()
+		stdin.Close()
 		select {
-		case <-s.done:
+		case <-done:
 		case <-time.After(10 * time.Second):
 			cmd.Process.Kill()
-			<-s.done
+			<-done
 		}
 		cmd.Wait()
 		if t.Failed() && stderr.Len() > 0 {
-			t.Logf("%s stderr:\n%s", name, stderr.String())
+			t.Logf("%s %s stderr:\n%s", filepath.Base(script), strings.Join(args, " "), stderr.String())
 		}
 	})
-	return s
 }
 
 // first returns the time of the first event named one of evs at or after from.
