@@ -46,6 +46,9 @@ type memberState struct {
 	closeRemoved  sync.Once
 	settled       map[[2]uint64]bool // (shard, observer) pairs that need no further look
 	removedShards map[uint64]bool
+	// leaderless is, per shard not yet removed while others are, since when its replica has
+	// had no leader (removedByPeersSilence).
+	leaderless map[uint64]time.Time
 }
 
 func (m *memberState) removedC() chan struct{} {
@@ -518,11 +521,52 @@ func (s *Server) checkRemoved() {
 			}
 		}
 	}
+	if n := len(st.removedShards); n > 0 && n < len(ids) {
+		s.removedByPeersSilence(ids)
+	}
 	if len(st.removedShards) == len(ids) {
 		st.closeRemoved.Do(func() {
 			close(s.members.removedC())
 			s.log.Warn("removed from every shard; this server can be stopped and its dataDir deleted (its id can never rejoin)")
 		})
+	}
+}
+
+// removalGrace is how long a replica of a server being removed may go without a leader before
+// the server counts it as removed too (removedByPeersSilence).
+const removalGrace = 10 * time.Second
+
+// removedByPeersSilence handles a replica that never applies its own removal. A removal is
+// committed by the other voters; if it commits before the removed replica has the entry, the
+// leader sends it nothing more, and the replica campaigns forever at rising terms without a
+// leader (seen in TestFaultDuringMembership). Removals are ensemble-wide (RemoveMember changes
+// every shard), so once one shard removed this server, a replica that has had no leader for
+// removalGrace since is counted as removed, and the server can finish leaving. Should the
+// removal really be incomplete on that shard, the server stops there as a member, which is what
+// an operator stopping it midway does: asking for the removal again completes it.
+func (s *Server) removedByPeersSilence(ids []uint64) {
+	st := &s.members
+	if st.leaderless == nil {
+		st.leaderless = map[uint64]time.Time{}
+	}
+	for _, id := range ids {
+		if st.removedShards[id] {
+			continue
+		}
+		if _, _, ok, err := s.nh.GetLeaderID(id); err == nil && ok {
+			delete(st.leaderless, id)
+			continue
+		}
+		since, seen := st.leaderless[id]
+		if !seen {
+			st.leaderless[id] = time.Now()
+			continue
+		}
+		if time.Since(since) >= removalGrace {
+			st.removedShards[id] = true
+			s.log.Warn("counting this server's replica as removed: the server was removed from other shards and this replica has had no leader since",
+				"shard", id, "for", time.Since(since).Round(time.Second).String())
+		}
 	}
 }
 
