@@ -261,51 +261,61 @@ func (s *Server) RemoveMember(ctx context.Context, id uint64) []MemberChange {
 	})
 }
 
-// transferWait is how long leadershipAway waits for one leader transfer.
-const transferWait = time.Second
-
 // leadershipAway asks the shard's leader, if it is id, to hand leadership to another reachable
 // voter, and waits (within ctx) until it has, logging done when it did. If no transfer happens,
 // what follows goes ahead anyway (a removal, a shutdown): the leader steps down or stops and
 // the others elect a new one.
+//
+// A transfer is asked again until it happens. dragonboat's transfer target skips the election
+// its TimeoutNow asks for while it has committed entries not yet applied, which under a write
+// load is most of the time; the leader then gives the transfer up after an election timeout
+// (dropping proposals meanwhile) and does not retry. The next attempt usually succeeds: while a
+// transfer is pending no new entries arrive, so the target has applied everything.
 func (s *Server) leadershipAway(ctx context.Context, shardID, id uint64, voters map[uint64]string, done string) {
 	if lid, _, ok, err := s.nh.GetLeaderID(shardID); err != nil || !ok || lid != id {
 		return
 	}
-	var ids []uint64
+	var targets []uint64
 	for v := range voters {
-		if v != id {
-			ids = append(ids, v)
+		if v != id && peerReachable(voters[v]) {
+			targets = append(targets, v)
 		}
 	}
-	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
-	for _, target := range ids {
-		if !peerReachable(voters[target]) {
-			continue
-		}
+	if len(targets) == 0 {
+		return
+	}
+	sort.Slice(targets, func(i, j int) bool { return targets[i] < targets[j] })
+	for attempt := 0; ctx.Err() == nil; attempt++ {
+		target := targets[attempt%len(targets)]
 		if err := s.nh.RequestLeaderTransfer(shardID, target); err != nil {
 			return
 		}
-		// A transfer completes in a round trip or two once the target has the leader's log; one
-		// that has not after transferWait (the target lags, or the request was dropped) is tried
-		// with the next voter.
-		if s.awaitLeaderOtherThan(ctx, shardID, id, done) || ctx.Err() != nil {
+		if s.awaitLeaderOtherThan(ctx, shardID, id, s.transferWait()) {
+			s.log.Info(done, "shard", shardID, "from", id, "to", target, "attempts", attempt+1)
 			return
 		}
 	}
 }
 
-// awaitLeaderOtherThan waits up to transferWait (within ctx) until the shard's leader is not id,
-// and logs done when it is.
-func (s *Server) awaitLeaderOtherThan(ctx context.Context, shardID, id uint64, done string) bool {
-	ctx, cancel := context.WithTimeout(ctx, transferWait)
+// transferWait is how long one leader transfer may take: dragonboat's leader gives a transfer
+// up after an election timeout (20 Raft ticks), and a new request before that is ignored.
+func (s *Server) transferWait() time.Duration {
+	rtt := s.cfg.RTT
+	if rtt <= 0 {
+		rtt = 10 * time.Millisecond // dragonboat's tick when none is configured (startRaft)
+	}
+	return 20*rtt + 100*time.Millisecond
+}
+
+// awaitLeaderOtherThan waits up to wait (within ctx) until the shard's leader is not id.
+func (s *Server) awaitLeaderOtherThan(ctx context.Context, shardID, id uint64, wait time.Duration) bool {
+	ctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
 	for ctx.Err() == nil {
 		if lid, _, ok, err := s.nh.GetLeaderID(shardID); err == nil && ok && lid != id {
-			s.log.Info(done, "shard", shardID, "from", id, "to", lid)
 			return true
 		}
-		time.Sleep(20 * time.Millisecond)
+		time.Sleep(10 * time.Millisecond)
 	}
 	return false
 }
