@@ -37,7 +37,10 @@ func (s *Server) balanceOnce() {
 		b.avoid = map[uint64]time.Time{}
 	}
 	if b.target != 0 {
-		if lid, _, ok, err := s.nh.GetLeaderID(b.shard); err == nil && ok && lid != b.target {
+		// A transfer that did not happen is left alone for a while only if its target cannot
+		// be reached: a reachable target often skips the transfer's election because it has
+		// entries to apply (leadershipAway), and the next round asks again.
+		if lid, _, ok, err := s.nh.GetLeaderID(b.shard); err == nil && ok && lid != b.target && !peerReachable(s.shardVoters()[b.shard][b.target]) {
 			b.avoid[b.target] = time.Now().Add(30 * time.Second)
 		}
 		b.target = 0
