@@ -135,7 +135,7 @@ func (s *Server) startRaft() error {
 		RaftAddress:    self.RaftAddress(),
 		// tan, dragonboat's append-only log store: the pebble-based default spent about a
 		// quarter of a write-heavy server's CPU compacting the Raft log (docs/storage.md).
-		Expert:              config.ExpertConfig{LogDB: config.GetSmallMemLogDBConfig(), LogDBFactory: tan.Factory},
+		Expert:              config.ExpertConfig{LogDB: config.GetSmallMemLogDBConfig(), LogDBFactory: stateFillingFactory{inner: tan.Factory}},
 		RaftEventListener:   leaderListener{s},
 		EnableMetrics:       true,
 		MaxSendQueueSize:    cfg.RaftQueueBytes,
