@@ -1,6 +1,7 @@
 package server
 
 import (
+	"strings"
 	"time"
 )
 
@@ -75,8 +76,19 @@ func (c *conn) leaseGate() bool {
 }
 
 func (c *conn) leaseLost(why string) {
-	c.s.o.Log.Info("closing connection: its session lease cannot be renewed", "session", sessionHex(c.sessionID),
-		"remote", c.nc.RemoteAddr().String(), "reason", why)
+	args := []any{"session", sessionHex(c.sessionID), "remote", c.nc.RemoteAddr().String(), "reason", why}
+	if h, ok, _ := c.s.o.Sessions.Heard(c.sessionID); ok {
+		args = append(args, "renewed_ago", time.Since(h).Round(time.Millisecond).String())
+	}
+	lastOK, lastErr := c.s.o.Sessions.Reports()
+	if !lastOK.IsZero() {
+		args = append(args, "last_report_ago", time.Since(lastOK).Round(time.Millisecond).String())
+	}
+	if lastErr != nil {
+		first, _, _ := strings.Cut(lastErr.Error(), "\n") // dragonboat's errors carry a stack trace
+		args = append(args, "last_report_err", first)
+	}
+	c.s.o.Log.Info("closing connection: its session lease cannot be renewed", args...)
 }
 
 // watchdog closes the connections of sessions whose lease was not renewed for 2T/3 (see

@@ -58,6 +58,8 @@ type Manager struct {
 		active      map[int64]time.Time // client heard at, not reported yet
 		heard       map[int64]time.Time // lease basis (see the type's comment)
 		renewed     chan struct{}       // closed and replaced after each confirmed report
+		reportedAt  time.Time           // when the last activity report that committed was sent
+		reportErr   error               // the last report's error, nil after a success
 		nextID      int64
 		leaderSince time.Time
 		cleaning    map[int64]bool
@@ -135,6 +137,14 @@ func (m *Manager) LocalID() int64 {
 	defer m.mu.Unlock()
 	m.mu.nextID++
 	return m.mu.nextID
+}
+
+// Reports says when the last activity report that committed was sent, and the error of the
+// last report if it failed: what a connection closed for a lapsed lease logs.
+func (m *Manager) Reports() (lastOK time.Time, lastErr error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.mu.reportedAt, m.mu.reportErr
 }
 
 // Validate checks a reconnecting client's session id and password and returns the entry. A
@@ -288,6 +298,7 @@ func (m *Manager) reportActivity() {
 			m.o.Log.Warn("session activity report failed; will report again", "sessions", len(rs), "err", err)
 		}
 		m.mu.Lock()
+		m.mu.reportErr = err
 		for id, at := range heard {
 			if at.After(m.mu.active[id]) {
 				m.mu.active[id] = at
@@ -312,6 +323,7 @@ func (m *Manager) reportActivity() {
 			m.mu.heard[id] = at
 		}
 	}
+	m.mu.reportedAt, m.mu.reportErr = now, nil
 	close(m.mu.renewed)
 	m.mu.renewed = make(chan struct{})
 	m.mu.Unlock()
