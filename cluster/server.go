@@ -262,29 +262,7 @@ func (s *Server) closeOnShards(ctx context.Context, id int64) error {
 }
 
 func (s *Server) closeRound(ctx context.Context, id int64, body []byte) error {
-	shards := s.router.Shards()
-	errs := make(chan error, len(shards))
-	for _, sh := range shards {
-		sh.Proposer.Submit(&router.Request{Op: shard.Op{Session: id, Code: wire.OpCloseSession, Body: body},
-			Done: func(res shard.OpResult, err error) {
-				if err == nil && res.Err != wire.ErrOK {
-					err = res.Err
-				}
-				errs <- err
-			}})
-	}
-	var first error
-	for range shards {
-		select {
-		case err := <-errs:
-			if err != nil && first == nil {
-				first = err
-			}
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
-	return first
+	return s.router.OnEveryShard(ctx, shard.Op{Session: id, Code: wire.OpCloseSession, Body: body})
 }
 
 // Sync makes this replica of shardID catch up with its leader (ReadIndex). An attempt that gets

@@ -11,6 +11,10 @@ const (
 	// Level1 is the first level: data shard batches up to version 3 (SessionFence flag), the
 	// session table's Renew, Expire, Announce and SetLevel commands, its version-3 snapshot.
 	Level1 Level = 1
+	// Level2 adds session ownership epochs (docs/design.md §4): data shard batches whose ops
+	// carry the epoch of the session's owner (batch flag Epochs) and the OpSessionOwner op that
+	// records a new owner's epoch on a shard.
+	Level2 Level = 2
 )
 
 func (l Level) String() string { return fmt.Sprintf("level %d", uint32(l)) }

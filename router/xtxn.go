@@ -45,6 +45,7 @@ const TxnDeadline = time.Second
 // TxnRequest is a write whose ops live on several shards.
 type TxnRequest struct {
 	Session  int64
+	Epoch    uint64 // the session's ownership epoch at this server (shard.Op.Epoch)
 	Auth     []wire.ID
 	MinZxid  int64
 	Internal bool // server-generated: no ACL checks
@@ -228,7 +229,7 @@ func (r *Router) tryTxn(ctx context.Context, req *TxnRequest, parts []uint64, ro
 	prep, err := r.broadcast(ctx, parts, func(id uint64) shard.Op {
 		p := shard.TxnPrepare{ID: txnID, Anchor: anchor, Deadline: deadline, Internal: req.Internal,
 			Multi: req.Multi, Roles: roles[id]}
-		return shard.Op{Session: req.Session, Auth: req.Auth, MinZxid: req.MinZxid, Code: shard.OpTxnPrepare,
+		return shard.Op{Session: req.Session, Epoch: req.Epoch, Auth: req.Auth, MinZxid: req.MinZxid, Code: shard.OpTxnPrepare,
 			Body: p.AppendTo(nil)}
 	})
 	for _, pr := range prep {

@@ -34,6 +34,12 @@ type conn struct {
 	// cross-shard transaction). A write to another shard first waits for the earlier writes'
 	// replies, so a session's writes are applied in order across shards (reader goroutine only).
 	lastWriteShard uint64
+	// epoch is the session's ownership epoch at this server, which every write carries
+	// (shard.Op.Epoch; 0 for a connection opened before format level 2). owned, when not nil,
+	// is closed once every data shard recorded it after a take-over (owner.go): no write of the
+	// connection is proposed before (reader goroutine only, after the handshake).
+	epoch uint64
+	owned chan struct{}
 	// watched is set once the connection registered a watch: its reads then also catch up the
 	// other shards, so events of changes a reply depends on are queued before it.
 	watched atomic.Bool
@@ -431,12 +437,16 @@ func (c *conn) handshake(r *bufio.Reader) bool {
 			return false
 		}
 		resp.SessionID, resp.Passwd = id, pw
+		if c.epochs() {
+			c.epoch = session.CreatedEpoch
+		}
 	} else {
 		// The local table may be stale (this server was cut off or paused): it decides only
 		// the password. Whether the session is alive is the committed take-over's answer.
 		e, err := c.s.o.Sessions.Validate(ctx, req.SessionID, req.Passwd)
+		var epoch uint64
 		if err == nil {
-			err = c.s.o.Sessions.TakeOver(ctx, req.SessionID)
+			epoch, err = c.s.o.Sessions.TakeOver(ctx, req.SessionID)
 		}
 		if errors.Is(err, session.ErrExpired) {
 			// Expired, unknown or wrong password: ZooKeeper's "expired" answer, then close.
@@ -451,6 +461,10 @@ func (c *conn) handshake(r *bufio.Reader) bool {
 		}
 		resp.SessionID, resp.Passwd = e.ID, e.Passwd
 		resp.TimeOut = int32(timeout / time.Millisecond)
+		if c.epochs() {
+			c.epoch, c.owned = epoch, make(chan struct{})
+			go c.recordOwner(e.ID, epoch, c.owned)
+		}
 	}
 	c.sessionID = resp.SessionID
 	c.timeout = timeout

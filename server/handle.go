@@ -566,7 +566,8 @@ func (c *conn) handleWrite(h wire.RequestHeader, frame []byte) bool {
 		return false
 	}
 	sl := c.reserve("write")
-	op := shard.Op{Session: c.sessionID, Auth: c.AuthIDs(), Code: h.Op, Body: body, MinZxid: c.lastZxid.Load(), ViewZxid: viewZxid}
+	op := shard.Op{Session: c.sessionID, Epoch: c.epoch, Auth: c.AuthIDs(), Code: h.Op, Body: body,
+		MinZxid: c.lastZxid.Load(), ViewZxid: viewZxid}
 	sh.Proposer.Submit(&router.Request{Op: op, Done: func(res shard.OpResult, err error) {
 		switch {
 		case err != nil:

@@ -83,8 +83,12 @@ func (c *conn) catchUpFailed(sh *router.Shard, err error) {
 
 // writeBarrier keeps a session's writes in order across shards: a write to another shard than
 // the previous write (or any cross-shard transaction, key 0) waits until every earlier request
-// has its reply. Writes to one shard keep pipelining (its proposer applies them in order).
+// has its reply. Writes to one shard keep pipelining (its proposer applies them in order). The
+// first write after a take-over also waits for the new owner's record on every shard (owner.go).
 func (c *conn) writeBarrier(key uint64) bool {
+	if !c.awaitOwned() {
+		return false
+	}
 	if c.lastWriteShard != key || key == 0 {
 		if !c.waitIdle() {
 			return false
@@ -124,7 +128,7 @@ func (c *conn) handleTxn(h wire.RequestHeader, m wire.MultiRequest, roles map[ui
 		return false
 	}
 	sl := c.reserve("write")
-	req := &router.TxnRequest{Session: c.sessionID, Auth: c.AuthIDs(), MinZxid: c.lastZxid.Load(), Multi: m}
+	req := &router.TxnRequest{Session: c.sessionID, Epoch: c.epoch, Auth: c.AuthIDs(), MinZxid: c.lastZxid.Load(), Multi: m}
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), c.writeTimeout())
 		defer cancel()
@@ -151,6 +155,9 @@ func (c *conn) runTxn(ctx context.Context, sl *slot, h wire.RequestHeader, req *
 		return
 	}
 	if res.Failed {
+		if res.FailErr == wire.ErrSessionMoved {
+			c.logSessionMoved(h.Op)
+		}
 		c.complete(sl, c.frame(h.Xid, res.FailErr, 0, nil))
 		c.countReply(res.FailErr)
 		return
@@ -203,6 +210,9 @@ func (c *conn) planWrite(op wire.OpCode, rec wire.Record) writePlan {
 
 // completeWrite queues the reply of a write its shard applied.
 func (c *conn) completeWrite(sl *slot, h wire.RequestHeader, res shard.OpResult) {
+	if res.Err == wire.ErrSessionMoved {
+		c.logSessionMoved(h.Op)
+	}
 	var b []byte
 	if res.Err == wire.ErrOK || h.Op == wire.OpMulti {
 		b = res.Body
@@ -242,7 +252,7 @@ func (c *conn) reroute(sl *slot, h wire.RequestHeader, rec wire.Record, op shard
 			op.MinZxid = max(op.MinZxid, c.lastZxid.Load(), moveZxid)
 			plan := c.planWrite(h.Op, rec)
 			if plan.roles != nil {
-				req := &router.TxnRequest{Session: op.Session, Auth: op.Auth, MinZxid: op.MinZxid, Multi: plan.multi}
+				req := &router.TxnRequest{Session: op.Session, Epoch: op.Epoch, Auth: op.Auth, MinZxid: op.MinZxid, Multi: plan.multi}
 				c.runTxn(ctx, sl, h, req, plan.roles, plan.single)
 				return
 			}

@@ -6,6 +6,7 @@ import (
 	"crypto/subtle"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
 	"time"
@@ -213,25 +214,34 @@ func (m *Manager) setHeard(id int64, at time.Time) {
 	m.mu.Unlock()
 }
 
-// TakeOver makes this server the session's owner and renews it, through the meta shard. It
-// returns ErrExpired when the committed table holds the session closed or no longer holds it:
-// the local replica may be stale (this server was partitioned or paused), the outcome of the
-// committed command is not.
-func (m *Manager) TakeOver(ctx context.Context, id int64) error {
+// CreatedEpoch is the ownership epoch of a session on the server that created it: below the
+// epoch of any take-over (a Raft index after the create's).
+const CreatedEpoch = 1
+
+// TakeOver makes this server the session's owner and renews it, through the meta shard, and
+// returns this server's ownership epoch of the session (the take-over's Raft index, above
+// every earlier owner's). It returns ErrExpired when the committed table holds the session
+// closed or no longer holds it: the local replica may be stale (this server was partitioned
+// or paused), the outcome of the committed command is not.
+func (m *Manager) TakeOver(ctx context.Context, id int64) (epoch uint64, err error) {
 	start := m.o.Now()
-	if _, err := m.o.Meta.Propose(ctx, EncodeTakeOver(m.o.Self, start.UnixMilli(), []int64{id})); err != nil {
-		return err
+	epoch, err = m.o.Meta.Propose(ctx, EncodeTakeOver(m.o.Self, start.UnixMilli(), []int64{id}))
+	if err != nil {
+		return 0, err
 	}
 	// Propose returns after this replica applied the command: the table reflects it.
 	e, ok := m.o.Table.Get(id)
 	switch {
 	case !ok || e.Closing:
-		return ErrExpired
+		return 0, ErrExpired
 	case e.Owner != m.o.Self:
-		return ErrMovedAway
+		return 0, ErrMovedAway
+	case epoch <= CreatedEpoch:
+		// Only a take-over's index can be the result; anything else is a bug in the meta shard.
+		return 0, fmt.Errorf("session: take-over of %x returned epoch %d", id, epoch)
 	}
 	m.setHeard(id, start)
-	return nil
+	return epoch, nil
 }
 
 // Close ends a session (client closeSession) and removes its ephemerals on every shard.

@@ -103,17 +103,28 @@ func TestTakeOverAnswersFromTheCommittedTable(t *testing.T) {
 	ctx := context.Background()
 	meta.Propose(ctx, EncodeCreate(Entry{ID: 5, Passwd: []byte{1}, Timeout: 6000, Owner: 2}))
 	meta.Propose(ctx, EncodeCreate(Entry{ID: 6, Passwd: []byte{1}, Timeout: 6000, Owner: 2}))
-	if err := m.TakeOver(ctx, 5); err != nil {
+	epoch, err := m.TakeOver(ctx, 5)
+	if err != nil {
 		t.Fatal(err)
 	}
 	if h, ok, _ := m.Heard(5); !ok || !h.Equal(now) {
 		t.Fatalf("lease basis after take-over: %v %v", h, ok)
 	}
+	// The epoch is the take-over's index, so every later take-over, by any server, has a
+	// larger one.
+	if epoch != tb.Applied() || epoch <= CreatedEpoch {
+		t.Fatalf("take-over epoch %d, applied index %d", epoch, tb.Applied())
+	}
+	meta.Propose(ctx, EncodeTakeOver(3, now.UnixMilli(), []int64{5}))
+	again, err := m.TakeOver(ctx, 5)
+	if err != nil || again <= epoch {
+		t.Fatalf("take-back: epoch %d (was %d), err %v", again, epoch, err)
+	}
 	meta.Propose(ctx, EncodeExpire(6, tb.Applied()))
-	if err := m.TakeOver(ctx, 6); !errors.Is(err, ErrExpired) {
+	if _, err := m.TakeOver(ctx, 6); !errors.Is(err, ErrExpired) {
 		t.Fatalf("take-over of an expired session: %v", err)
 	}
-	if err := m.TakeOver(ctx, 77); !errors.Is(err, ErrExpired) {
+	if _, err := m.TakeOver(ctx, 77); !errors.Is(err, ErrExpired) {
 		t.Fatalf("take-over of an unknown session: %v", err)
 	}
 }

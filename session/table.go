@@ -93,7 +93,8 @@ func EncodeTouch(owner uint64, now int64, ids []int64) []byte {
 	return encodeActivity(cmdTouch, owner, now, ids)
 }
 
-// EncodeTakeOver encodes a TakeOver command: owner serves the sessions ids from now on.
+// EncodeTakeOver encodes a TakeOver command: owner serves the sessions ids from now on. Its
+// result is the command's Raft index: the owner's new ownership epoch of the sessions.
 func EncodeTakeOver(owner uint64, now int64, ids []int64) []byte {
 	return encodeActivity(cmdTakeOver, owner, now, ids)
 }
@@ -347,6 +348,11 @@ func (t *Table) apply(cmd []byte, index uint64) (uint64, []Change, error) {
 				changes = append(changes, Change{ID: id, Owner: owner, OwnerWas: e.Owner})
 				e.Owner = owner
 			}
+		}
+		if cmd[0] == cmdTakeOver {
+			// The result is the sender's ownership epoch of the sessions (shard.Op.Epoch): the
+			// index grows with every take-over. Results are not replicated state.
+			return index, changes, nil
 		}
 		return ResultOK, changes, nil
 	case cmdRenew:

@@ -32,10 +32,10 @@ func TestTableLifecycle(t *testing.T) {
 		0: {EncodeCreate(Entry{ID: 10, Passwd: pw, Timeout: 4000, Owner: 1, LastSeen: 1000}), ResultOK},
 		1: {EncodeCreate(Entry{ID: 10, Passwd: pw, Timeout: 4000, Owner: 2, LastSeen: 1000}), ResultExists},
 		2: {EncodeTouch(1, 3000, []int64{10, 99}), ResultOK},
-		3: {EncodeClose(10, 6999, true), ResultAlive},       // deadline 3000+4000 not passed
-		4: {EncodeTakeOver(2, 5000, []int64{10}), ResultOK}, // moved to server 2
-		5: {EncodeClose(10, 9001, true), ResultOK},          // 5000+4000 < 9001: expired
-		6: {EncodeTouch(2, 9500, []int64{10}), ResultOK},    // closing sessions are not revived
+		3: {EncodeClose(10, 6999, true), ResultAlive},    // deadline 3000+4000 not passed
+		4: {EncodeTakeOver(2, 5000, []int64{10}), 5},     // moved to server 2; epoch = index
+		5: {EncodeClose(10, 9001, true), ResultOK},       // 5000+4000 < 9001: expired
+		6: {EncodeTouch(2, 9500, []int64{10}), ResultOK}, // closing sessions are not revived
 		7: {EncodeClose(10, 9600, false), ResultClosing},
 		8: {EncodeCleaned(10), ResultOK},
 		9: {EncodeCleaned(10), ResultNotFound},

@@ -39,7 +39,10 @@ func (s *State) Apply(b *Batch) (BatchResult, []Event) {
 				results[i] = s.applyControlOp(b, op, &events)
 				continue
 			}
-			if z, moved := s.movedFence(op, b.Time); moved {
+			// A write of a session that moved is refused here whatever its path: sent back
+			// to another shard it could land where no newer epoch was recorded.
+			stale := s.sessionMoved(op)
+			if z, moved := s.movedFence(op, b.Time); moved && !stale {
 				results[i] = OpResult{Err: ErrMoved, Zxid: z}
 				continue
 			}
@@ -48,6 +51,11 @@ func (s *State) Apply(b *Batch) (BatchResult, []Event) {
 			if b.SessionFence && s.sessionClosed(op) {
 				// An error txn, as ZooKeeper makes of a request on an expired session.
 				results[i] = OpResult{Zxid: zxid, Err: wire.ErrSessionExpired}
+				continue
+			}
+			if stale {
+				// ZooKeeper's answer to a request from the server a session left (owner.go).
+				results[i] = OpResult{Zxid: zxid, Err: wire.ErrSessionMoved}
 				continue
 			}
 			results[i] = s.applyOp(op, zxid, opTime(b.Time, zxid), &events)
@@ -160,10 +168,13 @@ func (s *State) applyOp(op *Op, zxid, time int64, events *[]Event) OpResult {
 		if isCloseFence(op.Body) {
 			if op.Session != 0 {
 				s.addTombstone(op.Session, t.time)
+				s.dropSessionOwner(op.Session)
 			}
 			break
 		}
 		t.closeSession(op.Session)
+	case OpSessionOwner:
+		err = s.applySessionOwner(op.Session, op.Body)
 	default:
 		return s.fail(res, wire.ErrUnimplemented)
 	}

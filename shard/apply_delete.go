@@ -131,7 +131,7 @@ func (t *txn) deleteContainer(path string, version int32) wire.Err {
 
 // closeSession deletes every ephemeral node of session in this shard under the one zxid of the
 // op, in path order, each with NodeDeleted and NodeChildrenChanged on its parent (DataTree
-// .killSession), and records the session's tombstone. Closing an unknown or already closed
+// .killSession), and records the session's tombstone (dropping its ownership epoch). Closing an unknown or already closed
 // session only refreshes the tombstone. The session's ephemeral stubs go too, with only the
 // parent's NodeChildrenChanged (the node's own shard deletes the node and reports NodeDeleted
 // when it applies its closeSession).
@@ -157,4 +157,5 @@ func (t *txn) closeSession(session int64) {
 		t.removeNode(key, path, n, parentPath)
 	}
 	t.s.addTombstone(session, t.time)
+	t.s.dropSessionOwner(session)
 }

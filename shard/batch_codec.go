@@ -10,9 +10,10 @@ import (
 // Batch encoding (the Raft entry's Cmd), all integers varint-encoded:
 //
 //	u8 version (3) | uvarint Proposer | uvarint Seq | varint Time
-//	    | u8 flags (bit 0: Control, bit 1: SessionFence)
+//	    | u8 flags (bit 0: Control, bit 1: SessionFence, bit 2: Epochs)
 //	    | uvarint len(Ops) | Op...
-//	Op: varint Session | varint Code | varint MinZxid | varint ViewZxid | uvarint len(Auth)
+//	Op: varint Session | varint Code | varint MinZxid | varint ViewZxid
+//	    | [uvarint Epoch, with flag Epochs] | uvarint len(Auth)
 //	    | (str Scheme, str ID)... | bytes Body
 //	str: uvarint length + bytes; bytes: uvarint length+1 + bytes, 0 for nil.
 //
@@ -24,6 +25,9 @@ import (
 // version 2 had no ViewZxid (an op decoded from it gets ViewZxid = MinZxid, what the move fence
 // compared before). The decoders still read both, so a replica can replay a log written before
 // an upgrade; an older server cannot read version 3 (upgrade every server together).
+//
+// The flag Epochs is set when some op carries an Epoch; only servers at format level 2 put
+// epochs in ops (format.Level2), so a server that cannot read the flag never sees it.
 const batchVersion = 3
 
 // resultVersion is the BatchResult layout's version (results are cached in the shard state).
@@ -32,6 +36,7 @@ const resultVersion = 2
 const (
 	batchFlagControl      = 1
 	batchFlagSessionFence = 2
+	batchFlagEpochs       = 4
 )
 
 // AppendTo appends the encoding of the batch to dst.
@@ -47,6 +52,16 @@ func (b *Batch) AppendTo(dst []byte) []byte {
 	if b.SessionFence {
 		flags |= batchFlagSessionFence
 	}
+	epochs := false
+	for i := range b.Ops {
+		if b.Ops[i].Epoch != 0 {
+			epochs = true
+			break
+		}
+	}
+	if epochs {
+		flags |= batchFlagEpochs
+	}
 	dst = append(dst, flags)
 	dst = binary.AppendUvarint(dst, uint64(len(b.Ops)))
 	for i := range b.Ops {
@@ -55,6 +70,9 @@ func (b *Batch) AppendTo(dst []byte) []byte {
 		dst = binary.AppendVarint(dst, int64(op.Code))
 		dst = binary.AppendVarint(dst, op.MinZxid)
 		dst = binary.AppendVarint(dst, op.ViewZxid)
+		if epochs {
+			dst = binary.AppendUvarint(dst, op.Epoch)
+		}
 		dst = binary.AppendUvarint(dst, uint64(len(op.Auth)))
 		for _, id := range op.Auth {
 			dst = appendStr(dst, id.Scheme)
@@ -77,13 +95,15 @@ func DecodeBatch(data []byte) (Batch, error) {
 	b.Proposer = r.uvarint()
 	b.Seq = r.uvarint()
 	b.Time = r.varint()
+	epochs := false
 	if v >= 2 {
 		flags := r.byte()
-		if flags&^(batchFlagControl|batchFlagSessionFence) != 0 {
+		if flags&^(batchFlagControl|batchFlagSessionFence|batchFlagEpochs) != 0 {
 			r.fail("flags")
 		}
 		b.Control = flags&batchFlagControl != 0
 		b.SessionFence = flags&batchFlagSessionFence != 0
+		epochs = flags&batchFlagEpochs != 0
 	}
 	n := r.count(5) // an op takes at least 5 bytes
 	if n > 0 {
@@ -97,6 +117,9 @@ func DecodeBatch(data []byte) (Batch, error) {
 		op.ViewZxid = op.MinZxid
 		if v >= 3 {
 			op.ViewZxid = r.varint()
+		}
+		if epochs {
+			op.Epoch = r.uvarint()
 		}
 		if na := r.count(2); na > 0 {
 			op.Auth = make([]wire.ID, na)

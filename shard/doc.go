@@ -103,7 +103,8 @@
 //     of its ops touches a locked key (create, delete, deleteContainer: node and parent;
 //     setData, setACL, check: the node; a multi: the union over its ops; a body that does not
 //     decode: nothing, it fails with MARSHALLINGERROR), is a closeSession (its nodes are not
-//     known in advance), or would get a zxid counter >= the floor (its batch time reached the
+//     known in advance) or an OpSessionOwner (the prepared transaction may be the session's),
+//     or would get a zxid counter >= the floor (its batch time reached the
 //     reservation, or a MinZxid pushes it there: then the shard blocks everything until the
 //     decision, which recovery bounds); an out-of-order batch is reported BatchBlocked too, so
 //     that its proposer backs off behind a blocked predecessor. Other batches apply. A write
@@ -159,6 +160,11 @@
 // cannot leak an ephemeral. Tombstones expire after 24 h of batch time. Session ids must not have
 // 0xFF as top byte nor be math.MinInt64 (the TTL and container encodings of ephemeralOwner).
 //
+// OpSessionOwner records a session's ownership epoch (owner.go): afterwards every write of the
+// session with a lower Op.Epoch fails with SESSIONMOVED (an error txn), wherever its path
+// leads, and so does a cross-shard prepare. The record only grows, waits while a transaction is
+// prepared, and goes with the session's close.
+//
 // # Where the shard deliberately differs from ZooKeeper 3.8
 //
 //   - A top-level check (13) is a write that consumes a zxid, as in 3.8, but succeeds with no
@@ -191,6 +197,7 @@
 //	"p" + proposer          proposer's last Seq and batch time
 //	"r" + proposer + seq    cached results of one batch
 //	"t" + session           closed-session tombstone (close time)
+//	"o" + session           session ownership epoch (OpSessionOwner)
 //	"mx"                    the prepared transaction, absent when there is none
 //	"d" + txn id            decision of a transaction (committed and zxid, record time)
 //	"mg"                    the routes of subtrees moved in or out

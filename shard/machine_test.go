@@ -110,7 +110,7 @@ func workload(t *testing.T, m *Machine, idx, seq uint64, time int64) {
 		batch(9, seq, time, opCreate("/app", []byte{}, 0), eph, cont, opCreate("/c/k", nil, 0)),
 		batch(9, seq+1, time+1, opSet("/app", []byte("v1"), 0), opDelete("/c/k", -1), opCreate("/app", nil, 0)),
 		batch(9, seq+1, time+1), // a retry
-		batch(10, 1, time+2, Op{Code: wire.OpCloseSession, Session: 0x66}),
+		batch(10, 1, time+2, Op{Code: wire.OpCloseSession, Session: 0x66}, ownerOp(0x77, 42)),
 	))
 	if res[0].Status != BatchApplied || res[2].Status != BatchDuplicate || !reflect.DeepEqual(res[1].Results, res[2].Results) {
 		t.Fatalf("workload results: %+v", res)
@@ -165,8 +165,12 @@ func TestMachineReopen(t *testing.T) {
 	if got := m2.View().ExpiryCandidates(1<<40, 10); !reflect.DeepEqual(got, []string{"/c"}) {
 		t.Fatalf("expiry index not rebuilt: %q", got)
 	}
+	// the session owner record survives the restart
+	if r := update(t, m2, entries(5, batch(11, 1, 0, epochOp(opSet("/app", nil, -1), 0x77, 41)))); r[0].Results[0].Err != wire.ErrSessionMoved {
+		t.Fatalf("stale write after reopen: %v", r[0].Results[0].Err)
+	}
 	// exactly-once survives the restart: the retry of seq 2 gets the cached results
-	res := update(t, m2, entries(5, batch(9, 2, 0), batch(9, 3, 0, opCreate("/after", nil, 0))))
+	res := update(t, m2, entries(6, batch(9, 2, 0), batch(9, 3, 0, opCreate("/after", nil, 0))))
 	if res[0].Status != BatchDuplicate || res[1].Status != BatchApplied {
 		t.Fatalf("after reopen: %+v", res)
 	}
@@ -174,7 +178,7 @@ func TestMachineReopen(t *testing.T) {
 		t.Fatalf("zxid went back after reopen: %x <= %x", res[1].Results[0].Zxid, zxid)
 	}
 	// index regression is refused
-	if _, err := m2.Update(entries(6, batch(9, 4, 0))); !errors.Is(err, ErrIndexRegressed) {
+	if _, err := m2.Update(entries(7, batch(9, 4, 0))); !errors.Is(err, ErrIndexRegressed) {
 		t.Fatalf("regressed index: %v", err)
 	}
 }

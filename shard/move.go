@@ -87,7 +87,7 @@ func (s *State) movedFence(op *Op, time int64) (int64, bool) {
 	if s.routes == nil {
 		return 0, false
 	}
-	if op.Session != 0 && op.Code != wire.OpCloseSession {
+	if op.Session != 0 && op.Code != wire.OpCloseSession && op.Code != OpSessionOwner {
 		for _, r := range s.routes.byPath {
 			if r.to != 0 && op.ViewZxid < r.zxid && time-r.time < fenceMs {
 				return r.zxid, true

@@ -21,7 +21,8 @@ type StateConfig struct {
 }
 
 // State is the replicated state of one shard: the znode tree with its indexes, the last assigned
-// zxid, the proposer table (exactly-once, FIFO batches), the closed-session tombstones, and the
+// zxid, the proposer table (exactly-once, FIFO batches), the closed-session tombstones, the
+// session ownership epochs, and the
 // cross-shard transaction state (the prepared transaction, the recorded decisions).
 //
 // State is not safe for concurrent use: one goroutine (dragonboat's apply loop) calls Apply;
@@ -32,7 +33,8 @@ type State struct {
 	lastZxid   int64
 	proposers  map[uint64]*proposer
 	tombstones tombstones
-	prepared   *preparedTxn // nil, or the one transaction held prepared
+	owners     map[int64]uint64 // session -> ownership epoch recorded by OpSessionOwner (owner.go)
+	prepared   *preparedTxn     // nil, or the one transaction held prepared
 	decisions  decisions
 	routes     *routes      // subtrees moved in or out (nil: none)
 	added      []AddedShard // root shard: data shards added online (addshard.go); copy on write
@@ -49,7 +51,8 @@ type State struct {
 // NewState returns the initial state of a shard: the ZooKeeper 3.8 initial tree when
 // cfg.OwnsRoot, an empty tree otherwise.
 func NewState(cfg StateConfig) *State {
-	s := &State{cfg: cfg, proposers: make(map[uint64]*proposer), tombstones: newTombstones(), decisions: newDecisions()}
+	s := &State{cfg: cfg, proposers: make(map[uint64]*proposer), tombstones: newTombstones(),
+		owners: make(map[int64]uint64), decisions: newDecisions()}
 	if cfg.OwnsRoot {
 		s.tree = initialTree()
 	} else {
@@ -83,6 +86,7 @@ type dirtySet struct {
 	results    []resultKey         // cached batch results written
 	dropped    []resultKey         // cached batch results evicted
 	tombstones map[int64]struct{}  // tombstones added or expired
+	owners     map[int64]struct{}  // session ownership epochs recorded or dropped
 	prepared   bool                // the prepared transaction was set or cleared
 	decisions  map[uint64]struct{} // transaction decisions recorded or expired
 	routes     bool                // the routes changed
@@ -100,6 +104,7 @@ func (d *dirtySet) reset() {
 	d.results = d.results[:0]
 	d.dropped = d.dropped[:0]
 	d.tombstones = make(map[int64]struct{})
+	d.owners = make(map[int64]struct{})
 	d.prepared = false
 	d.decisions = make(map[uint64]struct{})
 	d.routes = false
@@ -108,5 +113,5 @@ func (d *dirtySet) reset() {
 
 func (d *dirtySet) empty() bool {
 	return len(d.nodes) == 0 && len(d.proposers) == 0 && len(d.results) == 0 && len(d.dropped) == 0 &&
-		len(d.tombstones) == 0 && !d.prepared && len(d.decisions) == 0 && !d.routes && !d.added
+		len(d.tombstones) == 0 && len(d.owners) == 0 && !d.prepared && len(d.decisions) == 0 && !d.routes && !d.added
 }

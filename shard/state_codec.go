@@ -114,7 +114,7 @@ func decodeResults(val []byte) ([]OpResult, error) {
 
 // AppendCanonical appends a canonical encoding of the whole state: the config, the last zxid,
 // every node in key order, the proposer table (with cached results) by proposer id, the
-// tombstones by session, the routes, the prepared transaction, the transaction decisions by id and the data shards added online. Two states are equal iff their encodings are; replicas that applied the
+// tombstones by session, the session ownership epochs by session, the routes, the prepared transaction, the transaction decisions by id and the data shards added online. Two states are equal iff their encodings are; replicas that applied the
 // same batches produce identical bytes.
 func (s *State) AppendCanonical(dst []byte) []byte {
 	dst = append(dst, s.cfg.Tag)
@@ -152,6 +152,16 @@ func (s *State) AppendCanonical(dst []byte) []byte {
 	for _, id := range sessions {
 		dst = binary.AppendVarint(dst, id)
 		dst = binary.AppendVarint(dst, s.tombstones.bySession[id])
+	}
+	owned := make([]int64, 0, len(s.owners))
+	for id := range s.owners {
+		owned = append(owned, id)
+	}
+	slices.Sort(owned)
+	dst = binary.AppendUvarint(dst, uint64(len(owned)))
+	for _, id := range owned {
+		dst = binary.AppendVarint(dst, id)
+		dst = binary.AppendUvarint(dst, s.owners[id])
 	}
 	dst = appendRoutes(dst, s.routes)
 	dst = s.appendTxnCanonical(dst)

@@ -18,6 +18,7 @@ import (
 //	"p" + proposer (8 BE)         proposer header (appendProposer)
 //	"r" + proposer (8 BE) + seq (8 BE)   cached results of one batch (appendResults)
 //	"t" + session (8 BE)          tombstone: varint close time
+//	"o" + session (8 BE)          session ownership epoch: uvarint epoch
 //	"mx"                          the prepared transaction (appendPrepared); absent when none
 //	"d" + txn id (8 BE)           decision of a transaction (appendDecision)
 //	"mg"                          the routes of moved subtrees (appendRoutes); absent when none
@@ -40,6 +41,7 @@ const (
 	prefixProposer  = 'p'
 	prefixResult    = 'r'
 	prefixTombstone = 't'
+	prefixOwner     = 'o'
 	prefixDecision  = 'd'
 )
 
@@ -57,6 +59,10 @@ func proposerKeyBytes(id uint64) []byte {
 
 func resultKeyBytes(id, seq uint64) []byte {
 	return binary.BigEndian.AppendUint64(binary.BigEndian.AppendUint64([]byte{prefixResult}, id), seq)
+}
+
+func ownerKeyBytes(session int64) []byte {
+	return binary.BigEndian.AppendUint64([]byte{prefixOwner}, uint64(session))
 }
 
 func tombKeyBytes(session int64) []byte {
@@ -175,6 +181,13 @@ func writeChanges(b *pebble.Batch, s *State, applied uint64) {
 			_ = b.Set(tombKeyBytes(session), binary.AppendVarint(nil, t), nil)
 		} else {
 			_ = b.Delete(tombKeyBytes(session), nil)
+		}
+	}
+	for session := range s.dirty.owners {
+		if e, ok := s.owners[session]; ok {
+			_ = b.Set(ownerKeyBytes(session), binary.AppendUvarint(nil, e), nil)
+		} else {
+			_ = b.Delete(ownerKeyBytes(session), nil)
 		}
 	}
 	if s.dirty.prepared {
@@ -309,6 +322,15 @@ func loadState(db *pebble.DB, cfg StateConfig) (s *State, applied uint64, found 
 			return nil, 0, false, fmt.Errorf("%w: tombstone %x", ErrCorruptStore, k)
 		}
 		s.tombstones.add(int64(binary.BigEndian.Uint64(k[1:])), t)
+	}
+	for ok := it.SeekGE([]byte{prefixOwner}); ok && it.Key()[0] == prefixOwner; ok = it.Next() {
+		k := it.Key()
+		r := reader{buf: it.Value()}
+		e := r.uvarint()
+		if len(k) != 9 || r.finish() != nil || e == 0 {
+			return nil, 0, false, fmt.Errorf("%w: session owner %x", ErrCorruptStore, k)
+		}
+		s.owners[int64(binary.BigEndian.Uint64(k[1:]))] = e
 	}
 	if err := it.Error(); err != nil {
 		return nil, 0, false, err

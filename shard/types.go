@@ -26,6 +26,11 @@ type Op struct {
 	// docs/design.md §9). It is the proposer's own replica's clock, unlike MinZxid, which may come
 	// from a faster shard. Batches of codec version 2 and older carry none; their ops use MinZxid.
 	ViewZxid int64
+	// Epoch is the ownership epoch of Session at the proposing server (0: none): the meta Raft
+	// index of the take-over that made that server the session's owner (1 for the server that
+	// created it). A shard refuses, with SESSIONMOVED, a write of a session whose epoch is below
+	// the one a newer owner recorded there with OpSessionOwner (owner.go).
+	Epoch uint64
 }
 
 // Batch is the command of one Raft entry: many requests from one proposer, applied in order.

@@ -36,6 +36,9 @@ type preparedTxn struct {
 	// fenced: the prepare came in a SessionFence batch (a new prepare of a closed session
 	// fails). Only a fresh prepare reads it, so it is not persisted.
 	fenced bool
+	// epoch is the session's ownership epoch at the coordinator (Op.Epoch; owner.go). Like
+	// fenced, only a fresh prepare reads it.
+	epoch uint64
 	// floor is the reserved zxid counter reported by the prepare: every op applied while the
 	// transaction is prepared gets a counter below it. 0 only for a record written before
 	// reservations existed: then the shard blocks every batch, as it did then.
@@ -193,7 +196,7 @@ func opWrites(op *Op, f func(path string, withParent bool)) {
 // conflicts reports whether op, applied now, could touch a key the prepared transaction p
 // locked (opWrites). closeSession deletes an unknown set of nodes and always conflicts.
 func conflicts(op *Op, p *preparedTxn) bool {
-	if op.Code == wire.OpCloseSession {
+	if op.Code == wire.OpCloseSession || op.Code == OpSessionOwner {
 		return true
 	}
 	hit := false
@@ -334,7 +337,8 @@ func (s *State) applyControlOp(b *Batch, op *Op, events *[]Event) OpResult {
 			return OpResult{Err: wire.ErrMarshallingError}
 		}
 		rep = s.txnPrepare(&preparedTxn{body: body, prep: p, session: op.Session,
-			auth: slices.Clone(op.Auth), minZxid: op.MinZxid, time: b.Time, fenced: b.SessionFence})
+			auth: slices.Clone(op.Auth), minZxid: op.MinZxid, time: b.Time, fenced: b.SessionFence,
+			epoch: op.Epoch})
 	case OpTxnCommit:
 		c, err := DecodeTxnCommit(op.Body)
 		if err != nil {
@@ -383,6 +387,9 @@ func (s *State) txnPrepare(p *preparedTxn) TxnReply {
 	case p.fenced && p.prep.Move == nil && p.session != 0 && s.tombstones.has(p.session):
 		// A new prepare for a closed session fails, as its writes do (Batch.SessionFence).
 		return TxnReply{Outcome: TxnFailed, FailErr: wire.ErrSessionExpired}
+	case p.prep.Move == nil && s.sessionMoved(&Op{Session: p.session, Epoch: p.epoch}):
+		// A new prepare from the server the session left fails, as its writes do (owner.go).
+		return TxnReply{Outcome: TxnFailed, FailErr: wire.ErrSessionMoved}
 	default:
 		floor = reservedFloor(s.lastZxid, s.cfg.Tag, p.time, p.minZxid)
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/corral/corral/format"
 	"github.com/corral/corral/internal/corralproc"
 )
 
@@ -49,8 +50,10 @@ func TestRollingUpgrade(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer e.Close()
-	waitFormat(t, e, []int{0, 1, 2}, func(f formatLine) bool { return f.level == 1 && f.all(3, 1) },
-		"every server announced level 1")
+	// The older binary is this tree's; the newer one reads one level more.
+	old, next := int(format.Supported), int(format.Supported)+1
+	waitFormat(t, e, []int{0, 1, 2}, func(f formatLine) bool { return f.level == old && f.all(3, old) },
+		fmt.Sprintf("every server announced level %d and the ensemble is at it", old))
 
 	load := startUpgradeLoad(t, e)
 	defer load.stop()
@@ -69,16 +72,17 @@ func TestRollingUpgrade(t *testing.T) {
 		t.Logf("%.1fs: server %d serves", time.Since(load.began).Seconds(), i+1)
 		if i < e.Size()-1 {
 			// Its announcement commits; the level must not move while others run the older binary.
-			f := waitFormat(t, e, []int{i}, func(f formatLine) bool { return f.announced[uint64(i+1)] == 2 },
-				fmt.Sprintf("server %d announced level 2", i+1))
+			f := waitFormat(t, e, []int{i}, func(f formatLine) bool { return f.announced[uint64(i+1)] == next },
+				fmt.Sprintf("server %d announced level %d", i+1, next))
 			time.Sleep(2 * time.Second) // several rounds of the leader's raise check
-			if f = readFormat(t, e, i); f.level != 1 {
+			if f = readFormat(t, e, i); f.level != old {
 				t.Fatalf("the level moved to %d with servers on the older binary: %+v", f.level, f)
 			}
 		}
 		time.Sleep(time.Second)
 	}
-	waitFormat(t, e, []int{0, 1, 2}, func(f formatLine) bool { return f.level == 2 }, "the ensemble moved to level 2")
+	waitFormat(t, e, []int{0, 1, 2}, func(f formatLine) bool { return f.level == next },
+		fmt.Sprintf("the ensemble moved to level %d", next))
 
 	// The older binary on an upgraded ensemble refuses to run.
 	if err := e.Stop(0); err != nil {
@@ -89,10 +93,10 @@ func TestRollingUpgrade(t *testing.T) {
 	err = e.Start(sctx, 0)
 	scancel()
 	if err == nil {
-		t.Fatal("the older binary served on an ensemble at level 2")
+		t.Fatalf("the older binary served on an ensemble at level %d", next)
 	}
 	logged, _ := os.ReadFile(e.LogPath(0))
-	if !strings.Contains(string(logged), "format level 2") || !strings.Contains(string(logged), "beyond this binary") {
+	if !strings.Contains(string(logged), fmt.Sprintf("format level %d", next)) || !strings.Contains(string(logged), "beyond this binary") {
 		t.Fatalf("the older binary did not say why it stopped (start: %v):\n%s", err, corralproc.Tail(logged, 3000))
 	}
 	_ = e.Kill(0)
