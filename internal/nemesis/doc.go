@@ -1,5 +1,6 @@
 // Package nemesis injects network faults between the server processes of a fault test on one
-// machine: it cuts a server's Raft traffic with iptables rules on the loopback interface and
+// machine: it cuts a server's Raft traffic with iptables rules on the loopback interface
+// (Isolate: from all its peers, in one direction or both; Cut: between two servers only) and
 // removes them again.
 //
 // All servers listen on 127.0.0.1, so addresses cannot tell them apart. A server to be cut off

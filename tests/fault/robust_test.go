@@ -238,6 +238,33 @@ func rbPartitionLeader() rbNemesis {
 	}}
 }
 
+// rbBridge cuts the server that leads the data shard of the first register subtree off from
+// one other server only, both ways; the third server still reaches both (Jepsen's bridge on
+// three servers). The leader keeps a quorum through the bridge, while the cut-off follower
+// hears from it only what the bridge relays: nothing, in Raft.
+func rbBridge() rbNemesis {
+	return rbNemesis{name: "bridge", partition: true, inject: func(r *rbRun) (string, func() error, error) {
+		path := r.regKeys[0]
+		var v int
+		var err error
+		for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+			if v, err = r.target.leaderOf(r.ctx, r.e, path); err == nil || time.Now().After(deadline) {
+				break
+			}
+		}
+		if err != nil {
+			return "", nil, err
+		}
+		w := (v + 1 + r.rng.IntN(r.e.Size()-1)) % r.e.Size()
+		p, err := nemesis.Cut(nemesis.Server{Ports: r.e.QuorumPorts(v), UID: rbUIDs[v]},
+			nemesis.Server{Ports: r.e.QuorumPorts(w), UID: rbUIDs[w]})
+		if err != nil {
+			return "", nil, err
+		}
+		return fmt.Sprintf("servers %d (leads %s's group) and %d cut apart", v+1, path, w+1), once(p.Heal), nil
+	}}
+}
+
 func rbKill() rbNemesis {
 	return rbNemesis{name: "kill", inject: func(r *rbRun) (string, func() error, error) {
 		v := r.rng.IntN(r.e.Size())
@@ -289,7 +316,7 @@ func rbKillAll() rbNemesis {
 // rbNemeses lists the nemeses available here (partitions need root and iptables).
 func rbNemeses() []rbNemesis {
 	all := []rbNemesis{rbPause(), rbPartition(nemesis.Both), rbPartition(nemesis.Inbound),
-		rbPartition(nemesis.Outbound), rbPartitionLeader(), rbKill(), rbKillAll()}
+		rbPartition(nemesis.Outbound), rbPartitionLeader(), rbKill(), rbKillAll(), rbBridge()}
 	if nemesis.Available() == nil {
 		return all
 	}
@@ -313,32 +340,11 @@ func TestRobustness(t *testing.T) {
 		t.Run(n.name, func(t *testing.T) {
 			res := runRobust(t, target, n, uint64(i+1), rbShortOutage)
 			sum.add(res)
-			known, other := rbKnownBug(res.violations)
-			target.report(t, other)
-			if len(known) > 0 && !t.Failed() {
-				t.Skipf("KNOWN BUG, docs/reliability.md \"The robustness suite\", Noticed (every other check passed): %s",
-					strings.Join(known, "; "))
-			}
+			target.report(t, res.violations)
 		})
 	}
 	sum.log(t)
 	t.Logf("total %v", time.Since(begin).Round(time.Second))
-}
-
-// rbKnownBug splits violations into those of the known write-order bug (a write of unknown
-// outcome that a cut-off server re-proposes after its session moved on applies after the
-// session's later writes: docs/reliability.md, "The robustness suite", Noticed) and the others.
-// The short form in make test reports the known ones and skips rather than fails on them; the
-// soak fails on every violation.
-func rbKnownBug(violations []string) (known, other []string) {
-	for _, v := range violations {
-		if strings.Contains(v, "writer's writes applied out of order") {
-			known = append(known, v)
-		} else {
-			other = append(other, v)
-		}
-	}
-	return known, other
 }
 
 // TestRobustnessSoak runs CORRAL_ROBUST_SOAK randomized runs (make robust-soak): a random
