@@ -83,7 +83,10 @@ type Config struct {
 	RaftQueueBytes uint64
 	// RaftMessageBytes bounds the entry bytes of one Raft replication message
 	// (corral.raftMessageBytes; dragonboat's own bound is 64 MiB). See raftmsg.go.
-	RaftMessageBytes     uint64
+	RaftMessageBytes uint64
+	// CheckQuorum makes a Raft leader step down when it has not heard from a quorum for an
+	// election timeout (corral.checkQuorum; default false, docs/design.md §15).
+	CheckQuorum          bool
 	Unknown              []string // keys not understood (warned about)
 	applyDelayForTests   time.Duration
 	applyLagForTests     map[uint64]time.Duration
@@ -304,6 +307,8 @@ func (c *Config) set(k, v string, minST, maxST *time.Duration) error {
 		c.RaftMessageBytes, err = atLeast(64 << 10)
 	case k == "corral.rttMs":
 		c.RTT, err = ms()
+	case k == "corral.checkQuorum":
+		c.CheckQuorum, err = strconv.ParseBool(v)
 	case k == "corral.testing.applyDelay":
 		c.applyDelayForTests, err = time.ParseDuration(v)
 	case k == "corral.testing.applyLag":

@@ -183,7 +183,7 @@ func (s *Server) startRaft() error {
 	pm := router.NewMetrics(s.reg)
 	raftCfg := func(shardID uint64) config.Config {
 		return config.Config{ShardID: shardID, ReplicaID: cfg.MyID, ElectionRTT: 20, HeartbeatRTT: 2,
-			CheckQuorum: true, PreVote: true, SnapshotEntries: cfg.SnapshotEntries, CompactionOverhead: cfg.SnapshotEntries / 4,
+			CheckQuorum: cfg.CheckQuorum, PreVote: true, SnapshotEntries: cfg.SnapshotEntries, CompactionOverhead: cfg.SnapshotEntries / 4,
 			MaxInMemLogSize: 256 << 20, IsNonVoting: cfg.Observer()}
 	}
 
@@ -218,7 +218,7 @@ func (s *Server) startRaft() error {
 func (s *Server) proposeFunc(shardID uint64) router.ProposeFunc {
 	cs := s.nh.GetNoOPSession(shardID)
 	return func(ctx context.Context, cmd []byte) (func() ([]byte, error), error) {
-		rs, err := s.nh.Propose(cs, cmd, 5*time.Second)
+		rs, err := s.nh.Propose(cs, cmd, dataAttempt)
 		if err != nil {
 			switch {
 			case errors.Is(err, dragonboat.ErrClosed), errors.Is(err, dragonboat.ErrShardClosed):
@@ -282,6 +282,14 @@ func (s *Server) Sync(ctx context.Context, shardID uint64) error {
 // the attempt ends and the command is proposed again (session commands are idempotent or
 // recognisably repeated: see session.Manager).
 const metaAttempt = 1500 * time.Millisecond
+
+// dataAttempt bounds one proposal of a batch on a data shard before its outcome counts as
+// unknown and the proposer proposes it again (the shard deduplicates). A leader drops a
+// proposal a follower forwarded while it transfers its leadership, without an answer; when
+// the transfer fails (the target may skip the election, cluster/handoff.go) the leader stays and
+// nothing tells the follower, whose proposal then waits out this bound. A leader change, the
+// other way a forwarded proposal is lost, ends the wait at once (router.Proposer.LeaderChanged).
+const dataAttempt = 2 * time.Second
 
 type metaRaft struct{ s *Server }
 
