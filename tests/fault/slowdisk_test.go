@@ -346,7 +346,6 @@ func TestSlowDisk(t *testing.T) {
 	// acknowledged through a healthy server when the disk became fast again.
 	target := ref.lastAcked()
 	cc := dial(t, e.Addr(slow))
-	defer cc.Close()
 	var caughtUp int64 = -1
 	for deadline := time.Now().Add(sdCatchUpBound); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
 		if d, _, err := cc.Get(ref.key); err == nil {
@@ -356,6 +355,7 @@ func TestSlowDisk(t *testing.T) {
 			}
 		}
 	}
+	cc.Close()
 	if caughtUp < 0 {
 		t.Errorf("server %d did not catch up within %v after its disk was fast again: a new session there does not read write %d of %s, acknowledged then",
 			slow+1, sdCatchUpBound, target, ref.key)
