@@ -85,7 +85,7 @@ type Config struct {
 	// (corral.raftMessageBytes; dragonboat's own bound is 64 MiB). See raftmsg.go.
 	RaftMessageBytes uint64
 	// CheckQuorum makes a Raft leader step down when it has not heard from a quorum for an
-	// election timeout (corral.checkQuorum; default false, docs/design.md §15).
+	// election timeout (corral.checkQuorum; default true, docs/design.md §15).
 	CheckQuorum          bool
 	Unknown              []string // keys not understood (warned about)
 	applyDelayForTests   time.Duration
@@ -114,6 +114,7 @@ func DefaultConfig() Config {
 		SnapshotEntries:  20000,
 		RaftQueueBytes:   64 << 20,
 		RaftMessageBytes: 1 << 20,
+		CheckQuorum:      true,
 	}
 }
 

@@ -114,14 +114,21 @@ func (s *Server) watchdog(stop <-chan struct{}) {
 		}
 		s.mu.Unlock()
 		for _, c := range late {
-			if c.closingSession.Load() {
-				continue
+			if c.closingSession.Load() || c.closing() {
+				continue // closeSession ends it, or a close is under way (counted once)
 			}
 			c.leaseLost("no session renewal for two thirds of the session timeout")
 			s.o.Metrics.leaseDrops.Inc()
 			go c.close("session lease lapsed")
 		}
 	}
+}
+
+// closing reports whether the connection's close has begun.
+func (c *conn) closing() bool {
+	c.out.Lock()
+	defer c.out.Unlock()
+	return c.out.closed
 }
 
 // watchdogEvery is how often the watchdog looks; it adds at most this much to the moment a

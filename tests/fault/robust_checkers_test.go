@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -120,7 +121,7 @@ func (r *rbRun) setup() *rbWorkload {
 	watcherHome := 1 % n
 	w.watcher = &rbWatcher{id: r.nextID, rec: r.rec, path: w.watchKey}
 	r.nextID++
-	w.watcher.w = &rbWorker{name: fmt.Sprintf("watcher (server %d)", watcherHome+1), conn: r.dial(watcherHome, false, nil)}
+	w.watcher.w = &rbWorker{name: fmt.Sprintf("watcher (server %d)", watcherHome+1), conn: r.dial(watcherHome, false, w.watcher.connEvent)}
 
 	for _, reg := range w.registers {
 		r.spawn(reg.w, func(ctx context.Context) { reg.run(ctx, r) })
@@ -704,6 +705,17 @@ type rbWatcher struct {
 	mu                           sync.Mutex
 	maxSeen                      int32
 	events, rearms, reads, other int
+	// staleAfterMove counts reads after an event that showed the version the watch was set at
+	// because the session had reconnected in between (see run).
+	staleAfterMove int
+	// connects counts the session's (re)connections (StateHasSession events).
+	connects atomic.Int64
+}
+
+func (wt *rbWatcher) connEvent(ev zk.Event) {
+	if ev.Type == zk.EventSession && ev.State == zk.StateHasSession {
+		wt.connects.Add(1)
+	}
 }
 
 func (wt *rbWatcher) seen() int32 {
@@ -718,6 +730,12 @@ func (wt *rbWatcher) run(ctx context.Context, r *rbRun) {
 		armedSid     int64 = -1
 		armedVersion int32 = -1
 		changed      bool  // the watch armed at armedVersion fired NodeDataChanged
+		// eventConn is the session's connection count when the event arrived. A notification
+		// carries no zxid (ZooKeeper's header says -1, and so does Corral's), so a client that
+		// reconnects after an event may be served by a server that has not applied the change
+		// yet, in ZooKeeper as in Corral: the next read then shows the old version. Only a read
+		// on the connection that delivered the event must show a newer one.
+		eventConn int64
 	)
 	for ctx.Err() == nil {
 		sid := conn.SessionID()
@@ -751,7 +769,11 @@ func (wt *rbWatcher) run(ctx context.Context, r *rbRun) {
 			if st.Version < armedVersion {
 				r.violation("watcher: read version %d after version %d on session %#x", st.Version, armedVersion, session)
 			}
-			if changed && st.Version <= armedVersion {
+			if changed && st.Version <= armedVersion && wt.connects.Load() != eventConn {
+				wt.mu.Lock()
+				wt.staleAfterMove++
+				wt.mu.Unlock()
+			} else if changed && st.Version <= armedVersion {
 				r.violation("watcher: NodeDataChanged for the watch set at version %d, but the next read shows version %d (a duplicate or spurious event)",
 					armedVersion, st.Version)
 			}
@@ -770,6 +792,7 @@ func (wt *rbWatcher) run(ctx context.Context, r *rbRun) {
 			case zk.EventNodeDataChanged:
 				wt.events++
 				changed = true
+				eventConn = wt.connects.Load()
 			case zk.EventNotWatching:
 				wt.rearms++ // the session expired (or the client closed): re-arm on the next one
 				armedSid = -1
@@ -838,8 +861,8 @@ func (r *rbRun) checkWatch(w *rbWorkload, h linearize.History) (ops int) {
 			}
 		}
 	}
-	r.t.Logf("watch: %d writes acknowledged, %d of unknown outcome (%d of them seen applied), %d reads, %d change events, %d re-arms after NotWatching, %d other events; final version %d, watcher saw %d",
-		w.writer.w.okOps.Load(), unknown, unknownApplied, wt.reads, wt.events, wt.rearms, wt.other, final, wt.maxSeen)
+	r.t.Logf("watch: %d writes acknowledged, %d of unknown outcome (%d of them seen applied), %d reads, %d change events, %d re-arms after NotWatching, %d other events, %d reads of the old version after an event and a reconnect; final version %d, watcher saw %d",
+		w.writer.w.okOps.Load(), unknown, unknownApplied, wt.reads, wt.events, wt.rearms, wt.other, wt.staleAfterMove, final, wt.maxSeen)
 	if wt.events == 0 {
 		r.violation("watch: no change event delivered")
 	}
