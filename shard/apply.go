@@ -15,7 +15,10 @@ import (
 // blocked). Other batches apply as usual. A batch from
 // an unknown proposer must have Seq 1; a known proposer's batch must have Seq last+1. A batch
 // with an older Seq is a duplicate (BatchDuplicate with the cached results, or
-// BatchDuplicateUnknown once they are evicted); any other Seq is BatchOutOfOrder. Only
+// BatchDuplicateUnknown once they are evicted); any other Seq is BatchOutOfOrder. A write of a
+// session whose recorded ownership epoch is above the op's fails with SESSIONMOVED, and one of a
+// closed session in a SessionFence batch with SESSIONEXPIRED (error txns: they consume a zxid
+// and change nothing). Only
 // BatchApplied changes the tree or consumes zxids. Every batch that is not blocked, whatever
 // its status, lets the shard forget proposers idle for more than 24 h, and tombstones and
 // transaction decisions older than 24 h (batch time).

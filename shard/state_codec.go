@@ -3,6 +3,7 @@ package shard
 import (
 	"encoding/binary"
 	"fmt"
+	"maps"
 	"slices"
 
 	"github.com/corral/corral/wire"
@@ -143,21 +144,13 @@ func (s *State) AppendCanonical(dst []byte) []byte {
 			}
 		}
 	}
-	sessions := make([]int64, 0, len(s.tombstones.bySession))
-	for id := range s.tombstones.bySession {
-		sessions = append(sessions, id)
-	}
-	slices.Sort(sessions)
+	sessions := slices.Sorted(maps.Keys(s.tombstones.bySession))
 	dst = binary.AppendUvarint(dst, uint64(len(sessions)))
 	for _, id := range sessions {
 		dst = binary.AppendVarint(dst, id)
 		dst = binary.AppendVarint(dst, s.tombstones.bySession[id])
 	}
-	owned := make([]int64, 0, len(s.owners))
-	for id := range s.owners {
-		owned = append(owned, id)
-	}
-	slices.Sort(owned)
+	owned := slices.Sorted(maps.Keys(s.owners))
 	dst = binary.AppendUvarint(dst, uint64(len(owned)))
 	for _, id := range owned {
 		dst = binary.AppendVarint(dst, id)

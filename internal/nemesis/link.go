@@ -46,13 +46,5 @@ func Cut(a, b Server) (*Partition, error) {
 		// s's packets on connections the other opened (s's replies).
 		rules = append(rules, append(out(append(uid(s), "-m", "connmark", "--mark", markOf(1-side))...), "-j", "DROP"))
 	}
-	pt := &Partition{}
-	for _, r := range rules {
-		if err := iptables(append([]string{"-A"}, r...)...); err != nil {
-			pt.Heal()
-			return nil, err
-		}
-		pt.rules = append(pt.rules, r)
-	}
-	return pt, nil
+	return install(rules)
 }

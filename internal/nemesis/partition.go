@@ -92,6 +92,12 @@ func Isolate(ports []int, uid int, peers []int, d Direction) (*Partition, error)
 			rules = append(rules, drop(rule("OUTPUT", "-o", append(uidMatch, "--sport", strconv.Itoa(p))...)))
 		}
 	}
+	return install(rules)
+}
+
+// install appends rules (each a chain with its match and target) and returns them as a
+// Partition; if one fails, those added are removed again.
+func install(rules [][]string) (*Partition, error) {
 	pt := &Partition{}
 	for _, r := range rules {
 		if err := iptables(append([]string{"-A"}, r...)...); err != nil {

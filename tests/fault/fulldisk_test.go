@@ -121,21 +121,13 @@ func TestFullDisk(t *testing.T) {
 	all := []int{0, 1, 2}
 	t.Logf("ensemble up in %v (%s); server %d's dataDir on a %s tmpfs at %s", time.Since(begin).Round(time.Millisecond),
 		e.Dir(), full+1, fdTmpfsSize, mnt)
-	names := rollSubtrees(t, "fd", dataShards(shards), 1)
-	var parents, keys []string
-	for _, id := range dataShards(shards) {
-		p := "/" + names[id][0]
-		parents = append(parents, p)
-		keys = append(keys, p+"/k0", p+"/k1")
-	}
-	parents = append(parents, "/holders")
-	l := startRollLoad(t, e, parents, keys, "/holders")
+	l, names := startShardLoad(t, e, "fd", shards)
 	defer l.close()
 	time.Sleep(time.Second)
 
 	// The big writer: sets of fdBigValue on one key, one at a time; the last acknowledged value
 	// (or a later one whose outcome is unknown) must be there at the end.
-	bigKey := parents[0] + "/big"
+	bigKey := "/" + names[dataShards(shards)[0]][0] + "/big"
 	bigDone := make(chan struct{})
 	var bigAcked, bigTried int
 	bctx, bstop := context.WithCancel(ctx)

@@ -506,15 +506,7 @@ func TestFaultDuringAddShard(t *testing.T) {
 	all := []int{0, 1, 2}
 	t.Logf("ensemble up in %v (%s)", time.Since(begin).Round(time.Millisecond), e.Dir())
 	ids := dataShards(shards)
-	names := rollSubtrees(t, "as", ids, 1)
-	var parents, keys []string
-	for _, id := range ids {
-		p := "/" + names[id][0]
-		parents = append(parents, p)
-		keys = append(keys, p+"/k0", p+"/k1")
-	}
-	parents = append(parents, "/holders")
-	l := startRollLoad(t, e, parents, keys, "/holders")
+	l, names := startShardLoad(t, e, "as", shards)
 	defer l.close()
 	time.Sleep(500 * time.Millisecond)
 
@@ -567,7 +559,7 @@ func TestFaultDuringAddShard(t *testing.T) {
 
 	// The added shards serve: the first loaded subtree moves onto the last one under load, and
 	// a fresh path is mounted on each and written and read through every server.
-	moved := parents[0]
+	moved := "/" + names[ids[0]][0]
 	last := added[len(added)-1]
 	a := opfAdmin(http.MethodPost, e, 0, fmt.Sprintf("/move?path=%s&shard=%d", moved, last))
 	if a.code != http.StatusOK {
@@ -693,16 +685,7 @@ func TestFaultDuringMembership(t *testing.T) {
 	defer e.Close()
 	all := []int{0, 1, 2}
 	t.Logf("ensemble up in %v (%s)", time.Since(begin).Round(time.Millisecond), e.Dir())
-	ids := dataShards(shards)
-	names := rollSubtrees(t, "ms", ids, 1)
-	var parents, keys []string
-	for _, id := range ids {
-		p := "/" + names[id][0]
-		parents = append(parents, p)
-		keys = append(keys, p+"/k0", p+"/k1")
-	}
-	parents = append(parents, "/holders")
-	l := startRollLoad(t, e, parents, keys, "/holders")
+	l, _ := startShardLoad(t, e, "ms", shards)
 	defer l.close()
 	time.Sleep(500 * time.Millisecond)
 

@@ -218,18 +218,22 @@ func rbPartition(d nemesis.Direction) rbNemesis {
 	}}
 }
 
+// leaderOf returns the server leading path's Raft group (ZooKeeper: its leader), asking
+// again for up to 15 s while there is none.
+func (r *rbRun) leaderOf(path string) (v int, err error) {
+	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		if v, err = r.target.leaderOf(r.ctx, r.e, path); err == nil || time.Now().After(deadline) {
+			return v, err
+		}
+	}
+}
+
 // rbPartitionLeader cuts off (both directions) the server that leads the data shard of the
 // first register subtree (ZooKeeper: its leader).
 func rbPartitionLeader() rbNemesis {
 	return rbNemesis{name: "partition-leader", partition: true, inject: func(r *rbRun) (string, func() error, error) {
 		path := r.regKeys[0]
-		var v int
-		var err error
-		for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(100 * time.Millisecond) {
-			if v, err = r.target.leaderOf(r.ctx, r.e, path); err == nil || time.Now().After(deadline) {
-				break
-			}
-		}
+		v, err := r.leaderOf(path)
 		if err != nil {
 			return "", nil, err
 		}
@@ -245,13 +249,7 @@ func rbPartitionLeader() rbNemesis {
 func rbBridge() rbNemesis {
 	return rbNemesis{name: "bridge", partition: true, inject: func(r *rbRun) (string, func() error, error) {
 		path := r.regKeys[0]
-		var v int
-		var err error
-		for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(100 * time.Millisecond) {
-			if v, err = r.target.leaderOf(r.ctx, r.e, path); err == nil || time.Now().After(deadline) {
-				break
-			}
-		}
+		v, err := r.leaderOf(path)
 		if err != nil {
 			return "", nil, err
 		}

@@ -170,6 +170,22 @@ func dataShards(n int) []uint64 {
 // first values) and starts the load: per server one register client pinned to it and one
 // connected to all servers, and per server a holder pinned to it with an ephemeral node under
 // holderDir ("" = no holders). parents are created unless they exist; keys are created.
+// startShardLoad starts the recorded load on two register keys below one top-level subtree
+// (named prefix + a number) on each of the ensemble's first shards data shards, with holders
+// under /holders, and returns it with the subtrees' names by shard.
+func startShardLoad(t *testing.T, e *corralproc.Ensemble, prefix string, shards int) (*rollLoad, map[uint64][]string) {
+	t.Helper()
+	names := rollSubtrees(t, prefix, dataShards(shards), 1)
+	var parents, keys []string
+	for _, id := range dataShards(shards) {
+		p := "/" + names[id][0]
+		parents = append(parents, p)
+		keys = append(keys, p+"/k0", p+"/k1")
+	}
+	parents = append(parents, "/holders")
+	return startRollLoad(t, e, parents, keys, "/holders"), names
+}
+
 func startRollLoad(t *testing.T, e *corralproc.Ensemble, parents, keys []string, holderDir string) *rollLoad {
 	t.Helper()
 	l := &rollLoad{t: t, e: e, rec: linearize.NewRecorder(), seed: uint64(time.Now().UnixNano()), keys: keys}

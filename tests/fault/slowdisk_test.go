@@ -246,22 +246,14 @@ func TestSlowDisk(t *testing.T) {
 	}
 	t.Logf("ensemble up in %v (%s); each server's dataDir on its own disk (%s, %s, %s)", time.Since(begin).Round(time.Millisecond),
 		e.Dir(), disks[0].Device(), disks[1].Device(), disks[2].Device())
-	names := rollSubtrees(t, "sd", dataShards(shards), 1)
-	var parents, keys []string
-	for _, id := range dataShards(shards) {
-		p := "/" + names[id][0]
-		parents = append(parents, p)
-		keys = append(keys, p+"/k0", p+"/k1")
-	}
-	parents = append(parents, "/holders")
-	l := startRollLoad(t, e, parents, keys, "/holders")
+	l, names := startShardLoad(t, e, "sd", shards)
 	defer l.close()
 
 	// The writers, one pinned to each server (and only to it), on keys of the first data shard.
 	writerShard := dataShards(shards)[0]
 	var writers []*sdWriter
 	for _, i := range all {
-		w := &sdWriter{rollClient: l.newRollClient(i, []int{i}, nil), home: i, key: fmt.Sprintf("%s/w%d", parents[0], i),
+		w := &sdWriter{rollClient: l.newRollClient(i, []int{i}, nil), home: i, key: fmt.Sprintf("/%s/w%d", names[dataShards(shards)[0]][0], i),
 			failed: map[string]int{}}
 		defer w.conn.Close()
 		if _, err := w.conn.Create(w.key, []byte("0"), 0, zk.WorldACL(zk.PermAll)); err != nil {
