@@ -14,8 +14,9 @@ import (
 	"github.com/corral/corral/wire"
 )
 
-// conn is one client connection. The reader goroutine (serve) reads and dispatches requests in
-// order; the writer goroutine (writeLoop) sends queued output.
+// conn is one client connection. The frame reader (readFrames) reads frames ahead; the request
+// goroutine (serve, requestLoop) handles them in order; the writer goroutine (writeLoop) sends
+// queued output.
 type conn struct {
 	s    *Server
 	nc   net.Conn
@@ -32,12 +33,12 @@ type conn struct {
 	lastZxid atomic.Int64
 	// lastWriteShard is the shard of the connection's latest write (0: none yet, or a
 	// cross-shard transaction). A write to another shard first waits for the earlier writes'
-	// replies, so a session's writes are applied in order across shards (reader goroutine only).
+	// replies, so a session's writes are applied in order across shards (request goroutine only).
 	lastWriteShard uint64
 	// epoch is the session's ownership epoch at this server, which every write carries
 	// (shard.Op.Epoch; 0 for a connection opened before format level 2). owned, when not nil,
 	// is closed once every data shard recorded it after a take-over (owner.go): no write of the
-	// connection is proposed before (reader goroutine only, after the handshake).
+	// connection is proposed before (request goroutine only, after the handshake).
 	epoch uint64
 	owned chan struct{}
 	// watched is set once the connection registered a watch: its reads then also catch up the
@@ -47,9 +48,8 @@ type conn struct {
 	// notification must not cut the connection before the reply is sent.
 	closingSession atomic.Bool
 	lastTouch      atomic.Int64 // unix ms of the last activity report handed to the session manager
-	// reqNow is when the request being handled was read (reader goroutine only).
-	reqNow      time.Time
-	deadlineSet time.Time // when the read deadline was last moved (reader goroutine only)
+	// reqNow is when the request being handled was read (request goroutine only).
+	reqNow time.Time
 	// leaseUntil caches the end of the session's lease (a time.Time) as the writer last saw it,
 	// so that sending under a valid lease takes no lock (lease.go).
 	leaseUntil atomic.Value
@@ -362,22 +362,6 @@ func (c *conn) serve() {
 	c.requestLoop(r)
 }
 
-// refreshReadDeadline moves the read deadline to the session timeout after the last request
-// (c.reqNow; the handshake's deadline before the first), at most once per deadlineEvery:
-// setting a deadline costs a clock reading and a poller update per request, so a silent client
-// may be closed up to deadlineEvery before its full timeout.
-func (c *conn) refreshReadDeadline() {
-	if c.deadlineSet.IsZero() || c.reqNow.Sub(c.deadlineSet) >= deadlineEvery {
-		c.deadlineSet = c.reqNow
-		if c.deadlineSet.IsZero() {
-			c.deadlineSet = time.Now()
-		}
-		c.nc.SetReadDeadline(c.readDeadlineFrom(c.deadlineSet))
-	}
-}
-
-const deadlineEvery = 100 * time.Millisecond
-
 func (c *conn) readDeadlineFrom(now time.Time) time.Time {
 	if c.timeout > 0 {
 		return now.Add(c.timeout)
@@ -487,28 +471,6 @@ func (c *conn) logBad(what string, err error) {
 		"session", sessionHex(c.sessionID), "while", what, "err", err)
 }
 
-func (c *conn) requestLoop(r *bufio.Reader) {
-	var buf []byte
-	for {
-		c.throttle()
-		c.refreshReadDeadline()
-		frame, err := wire.ReadFrame(r, buf, c.s.o.MaxBuffer)
-		if err != nil {
-			if errors.Is(err, wire.ErrFrameTooLarge) {
-				c.logBad("reading request", err)
-			} else if ne, ok := err.(net.Error); ok && ne.Timeout() {
-				c.s.o.Log.Info("client silent for the session timeout, closing", "session", sessionHex(c.sessionID))
-			}
-			return
-		}
-		buf = frame[:0]
-		c.s.stats.received.Add(1)
-		if !c.handle(frame) {
-			return
-		}
-	}
-}
-
 func sessionHex(id int64) string {
 	const digits = "0123456789abcdef"
 	b := make([]byte, 18)
@@ -519,7 +481,8 @@ func sessionHex(id int64) string {
 	return string(b)
 }
 
-// touch reports session activity at now to the session manager, at most a few times per tick.
+// touch reports session activity at now to the session manager, at most a few times per tick
+// (frame reader only, inbound.go).
 func (c *conn) touch(now time.Time) {
 	ms := now.UnixMilli()
 	if ms-c.lastTouch.Load() < touchEvery.Milliseconds() {

@@ -29,7 +29,9 @@
 // connection is closed, as ZooKeeper does. Each case is logged with the remote address. A slow
 // reader whose queued output exceeds a bound is disconnected; no other connection is affected.
 //
-// Goroutines: Server.Serve runs the accept loop; each connection has a reader (which also
-// executes reads) and a writer goroutine. Server.Close closes the listener and every connection
-// and waits for all of them.
+// Goroutines: Server.Serve runs the accept loop; each connection has a frame reader (which
+// reports the session's activity as each frame arrives and reads ahead, bounded, inbound.go), a
+// request goroutine (which handles requests in order and executes reads; it ends the frame
+// reader before it returns) and a writer goroutine. Server.Close closes the listener and every
+// connection and waits for all of them.
 package server

@@ -24,8 +24,9 @@ func (c *conn) handle(frame []byte) bool {
 		return false
 	}
 	body := d.Rest()
-	// One clock reading per request serves the activity report, the read staleness check and
-	// the latency statistics (reading the clock is not free on every machine).
+	// One clock reading per request serves the read staleness check and the latency
+	// statistics (reading the clock is not free on every machine); the frame reader reported
+	// the session's activity when the frame arrived (inbound.go).
 	now := time.Now()
 	c.reqNow = now
 	c.s.o.Metrics.countOp(h.Op)
@@ -36,8 +37,6 @@ func (c *conn) handle(frame []byte) bool {
 		case refusedReadOnly(h.Op):
 			return c.handleReadOnlyRefused(h)
 		}
-	} else {
-		c.touch(now)
 	}
 	switch h.Op {
 	case wire.OpPing:
