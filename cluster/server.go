@@ -27,6 +27,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/corral/corral/format"
+	"github.com/corral/corral/raftnet"
 	"github.com/corral/corral/router"
 	"github.com/corral/corral/server"
 	"github.com/corral/corral/session"
@@ -135,7 +136,10 @@ func (s *Server) startRaft() error {
 		RaftAddress:    self.RaftAddress(),
 		// tan, dragonboat's append-only log store: the pebble-based default spent about a
 		// quarter of a write-heavy server's CPU compacting the Raft log (docs/storage.md).
-		Expert:              config.ExpertConfig{LogDB: config.GetSmallMemLogDBConfig(), LogDBFactory: stateFillingFactory{inner: tan.Factory}},
+		// raftnet: dragonboat's framing, but a restarted peer's stale links are replaced
+		// instead of tripping dragonboat's per-peer circuit breaker (raftnet/doc.go).
+		Expert: config.ExpertConfig{LogDB: config.GetSmallMemLogDBConfig(), LogDBFactory: stateFillingFactory{inner: tan.Factory},
+			TransportFactory: raftnet.Factory{Log: s.log}},
 		RaftEventListener:   leaderListener{s},
 		EnableMetrics:       true,
 		MaxSendQueueSize:    cfg.RaftQueueBytes,
