@@ -23,14 +23,15 @@ import (
 // docs/storage.md ("What is fsynced") has the measurement.
 type stateFillingFactory struct{ inner config.LogDBFactory }
 
-// Create creates the inner log store and wraps it.
+// Create creates the inner log store and wraps it: empty States filled (below), and the newest
+// entries of every replica kept in memory for catch-up reads (tailCache, logcache.go).
 func (f stateFillingFactory) Create(cfg config.NodeHostConfig, cb config.LogDBCallback,
 	dirs []string, lldirs []string) (raftio.ILogDB, error) {
 	db, err := f.inner.Create(cfg, cb, dirs, lldirs)
 	if err != nil {
 		return nil, err
 	}
-	return newStateFillingLogDB(db), nil
+	return newTailCache(newStateFillingLogDB(db), tailBudget), nil
 }
 
 // Name is the inner store's name: dragonboat records it in the data directory and refuses a
