@@ -30,20 +30,17 @@ const (
 	// cluster/server.go) times corral.rtt (10 ms), randomized up to twice that.
 	rollElection = 2 * 20 * 10 * time.Millisecond
 	// rollGapBound is the liveness bound on a client's wait for a definite outcome while a
-	// server restarts. The target is one election after a leader is gone (rollElection) plus
-	// one reconnection of go-zookeeper to another server (immediate when the connection is
-	// closed, as it is when a process exits); the bound is go-zookeeper's own read timeout, two
-	// thirds of the session timeout (20 ticks), after which a client gives up a connection that
-	// does not answer: a wait that long is not a slow failover but a server that stopped
-	// answering its clients. It leaves room for what a 2-core machine shared with other test
-	// processes adds (three servers replaying and catching up, leadership moving back, GC). The
-	// measured value is logged.
-	rollGapBound = sessionTimeout * 2 / 3
-	// rollStuckBound is the wait that fails the test outright: two session timeouts without an
-	// answer is an ensemble that stopped serving, not a slow failover. A wait between
-	// rollGapBound and it is the known stall of docs/reliability.md "Noticed": the test logs it
-	// with its evidence and is skipped after its other checks, so that make test does not fail
-	// on a reported bug.
+	// server restarts. A restart costs a client at most one election when the stopped server
+	// led a shard it uses (rollElection), or, after SIGTERM's leadership hand-over, one new
+	// attempt of a proposal the transferring leader dropped without an answer (the cluster
+	// package's dataAttempt, 2 s); go-zookeeper reconnects to another server at once when the
+	// process exits. 3 s covers either, with room for what a 2-core machine shared by three
+	// servers replaying and catching up adds. Measured waits are logged (0.27-0.85 s in 13
+	// runs, docs/reliability.md); a wait past the bound fails the test with the servers' logs
+	// saved.
+	rollGapBound = 3 * time.Second
+	// rollStuckBound is the wait that means an ensemble stopped serving, for the tests whose
+	// faults allow no tighter bound (a slow disk): two session timeouts without an answer.
 	rollStuckBound = 2 * sessionTimeout
 	rollOpPause    = 2 * time.Millisecond
 	rollHolderPoll = 100 * time.Millisecond
@@ -303,9 +300,6 @@ type rollResult struct {
 	maxGap     time.Duration // longest wait of any client for a definite outcome
 	maxGapWho  string
 	ops, acked int
-	// knownBug says why a wait exceeded the bound (but not rollStuckBound); the caller then
-	// skips the test (after every other check) instead of failing it.
-	knownBug string
 }
 
 // rollLeaseLapse returns the servers' log lines that show the known cause of a stall in a
@@ -380,22 +374,13 @@ func (l *rollLoad) check(servers []int, gapBound time.Duration) rollResult {
 			res.maxGap, res.maxGapWho = gap, fmt.Sprintf("holder %d (%s)", h.id, h.what)
 		}
 	}
-	switch {
-	case gapBound <= 0 || res.maxGap <= gapBound:
-	case res.maxGap > rollStuckBound:
-		t.Errorf("%s waited %v for a definite outcome: the ensemble was stuck (bound %v; one election is at most %v)",
-			res.maxGapWho, res.maxGap, rollStuckBound, rollElection)
-	default:
-		// The known stall (docs/reliability.md "Noticed"): reported, and the test skipped after
-		// its other checks, not failed.
+	if gapBound > 0 && res.maxGap > gapBound {
 		why := "no server closed a connection for its session lease; see the saved logs (leaderships moving)"
 		if lapse := rollLeaseLapse(l.e); lapse != "" {
-			why = "session leases were not renewed after a meta shard leadership handover and the servers closed " +
-				"their connections; the logs say:\n" + lapse
+			why = "servers closed connections whose session lease lapsed; the logs say:\n" + lapse
 		}
-		res.knownBug = fmt.Sprintf("%s waited %v for a definite outcome (bound %v, one election is at most %v): %s",
+		t.Errorf("%s waited %v for a definite outcome (bound %v, one election is at most %v): %s",
 			res.maxGapWho, res.maxGap.Round(time.Millisecond), gapBound, rollElection, why)
-		t.Log(res.knownBug)
 		rollSaveLogs(t, l.e)
 	}
 	for _, c := range slices.Concat(l.clients, l.holders) {
@@ -472,9 +457,7 @@ func rollSaveLogs(t *testing.T, e *corralproc.Ensemble) {
 // history is linearizable (porcupine, validators), no session of the load expired or changed
 // (every client stayed connected to some server; the holders' ephemerals are there, read
 // through every server), and no client waited longer than rollGapBound for a definite outcome
-// (measured per client and logged). Waits past rollGapBound happen (docs/reliability.md
-// "Noticed"): the test then logs the evidence and is skipped with a KNOWN BUG message once its
-// other checks passed; a wait past rollStuckBound fails it.
+// (measured per client and logged; a longer wait fails the test with the servers' logs saved).
 func TestRollingRestart(t *testing.T) {
 	if testing.Short() {
 		t.Skip("multi-process rolling restart: ~60 s (skipped with -short)")
@@ -544,7 +527,4 @@ func testRollingRestart(t *testing.T, kill bool, rounds int) {
 	res := l.check([]int{0, 1, 2}, rollGapBound)
 	t.Logf("%s rolling restart, %d rounds: restarts took %v; longest client wait %v (%s); %d acknowledged writes; total %v",
 		how, rounds, restarts, res.maxGap.Round(time.Millisecond), res.maxGapWho, res.acked, time.Since(begin).Round(time.Millisecond))
-	if res.knownBug != "" {
-		t.Skipf("KNOWN BUG, reported in docs/reliability.md \"Noticed\" (every other check passed): %s", res.knownBug)
-	}
 }
