@@ -67,12 +67,16 @@ func (a adminAnswer) String() string {
 }
 
 func opfAdmin(method string, e *corralproc.Ensemble, i int, pathQuery string) adminAnswer {
+	return adminDo(opfAdminClient, method, e, i, pathQuery)
+}
+
+func adminDo(hc *http.Client, method string, e *corralproc.Ensemble, i int, pathQuery string) adminAnswer {
 	began := time.Now()
 	req, err := http.NewRequest(method, "http://"+e.AdminAddr(i)+pathQuery, nil)
 	if err != nil {
 		return adminAnswer{err: err}
 	}
-	resp, err := opfAdminClient.Do(req)
+	resp, err := hc.Do(req)
 	if err != nil {
 		return adminAnswer{err: err, took: time.Since(began)}
 	}

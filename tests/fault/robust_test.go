@@ -334,12 +334,32 @@ func TestRobustness(t *testing.T) {
 	}
 	begin := time.Now()
 	var sum rbSummary
-	for i, n := range rbNemeses() {
+	nemeses := rbNemeses()
+	for i, n := range nemeses {
 		t.Run(n.name, func(t *testing.T) {
-			res := runRobust(t, target, n, uint64(i+1), rbShortOutage)
+			res := runRobust(t, target, n, rbOpNone, uint64(i+1), rbShortOutage)
 			sum.add(res)
 			target.report(t, res.violations)
 		})
+	}
+	// Operations during a fault (Corral only): a subtree move during a partition of one
+	// server (a pause without root), an online shard add and move onto it while a server
+	// is killed and restarted.
+	if target.name == rbCorral.name {
+		during := []struct {
+			n  rbNemesis
+			op rbOp
+		}{{rbPause(), rbOpMove}, {rbKill(), rbOpAddShardMove}}
+		if nemesis.Available() == nil {
+			during[0].n = rbPartition(nemesis.Both)
+		}
+		for i, d := range during {
+			t.Run(d.n.name+"-during-"+d.op.name, func(t *testing.T) {
+				res := runRobust(t, target, d.n, d.op, uint64(len(nemeses)+i+1), rbShortOutage)
+				sum.add(res)
+				target.report(t, res.violations)
+			})
+		}
 	}
 	sum.log(t)
 	t.Logf("total %v", time.Since(begin).Round(time.Second))
@@ -367,8 +387,16 @@ func TestRobustnessSoak(t *testing.T) {
 		n := nemeses[rnd.IntN(len(nemeses))]
 		outage := (rbSessionTimeout + time.Duration(rnd.Int64N(int64(2*rbSessionTimeout)))).Round(100 * time.Millisecond)
 		runSeed := rnd.Uint64()
-		t.Run(fmt.Sprintf("%02d-%s-%.1fs", i, n.name, outage.Seconds()), func(t *testing.T) {
-			res := runRobust(t, target, n, runSeed, outage)
+		op := rbOps[rnd.IntN(len(rbOps))]
+		if target.name != rbCorral.name {
+			op = rbOpNone
+		}
+		name := fmt.Sprintf("%02d-%s-%.1fs", i, n.name, outage.Seconds())
+		if op.run != nil {
+			name += "-during-" + op.name
+		}
+		t.Run(name, func(t *testing.T) {
+			res := runRobust(t, target, n, op, runSeed, outage)
 			sum.add(res)
 			target.report(t, res.violations)
 		})
@@ -378,12 +406,12 @@ func TestRobustnessSoak(t *testing.T) {
 
 // rbResult is what one run found.
 type rbResult struct {
-	nemesis, victim string
-	outage          time.Duration
-	ops             map[string]int // checker → operations
-	violations      []string
-	unavail         time.Duration // longest interval without a successful operation of one client
-	unavailWho      string
+	nemesis, op, victim string
+	outage              time.Duration
+	ops                 map[string]int // checker → operations
+	violations          []string
+	unavail             time.Duration // longest interval without a successful operation of one client
+	unavailWho          string
 	// unavailFailover is the same over the clients that may move to another server (the
 	// pinned lock and ephemeral clients wait for their own server).
 	unavailFailover    time.Duration
@@ -410,10 +438,14 @@ func (s *rbSummary) log(t *testing.T) {
 	by := map[string]*agg{}
 	total := &agg{}
 	for _, r := range s.runs {
-		a := by[r.nemesis]
+		key := r.nemesis
+		if r.op != rbOpNone.name {
+			key += " during " + r.op
+		}
+		a := by[key]
 		if a == nil {
 			a = &agg{}
-			by[r.nemesis] = a
+			by[key] = a
 		}
 		for _, x := range []*agg{a, total} {
 			x.runs++
@@ -435,7 +467,7 @@ func (s *rbSummary) log(t *testing.T) {
 	sort.Strings(names)
 	for _, n := range names {
 		a := by[n]
-		t.Logf("SUMMARY %-18s runs %d, operations %d, runs with violations %d (%d violations), longest unavailability %v (clients that fail over: %v)",
+		t.Logf("SUMMARY %-34s runs %d, operations %d, runs with violations %d (%d violations), longest unavailability %v (clients that fail over: %v)",
 			n, a.runs, a.ops, a.bad, a.violations, a.maxUnavail.Round(10*time.Millisecond), a.maxFailover.Round(10*time.Millisecond))
 	}
 	t.Logf("SUMMARY total: runs %d, operations %d, runs with violations %d (%d violations), longest unavailability %v (clients that fail over: %v)",
@@ -449,6 +481,7 @@ type rbRun struct {
 	target rbTarget
 	e      rbEnsemble
 	rng    *rand.Rand
+	opRng  *rand.Rand // the operation's timing and servers (robust_ops_test.go)
 	rec    *linearize.Recorder
 	seed   uint64
 
@@ -588,7 +621,7 @@ func rbNames(prefix string, n int) []string {
 
 // runRobust is one run: start, load, fault, heal, load, check. It returns what it found; the
 // caller reports the violations (fails, or logs for ZooKeeper). Setup failures fail the test.
-func runRobust(t *testing.T, target rbTarget, n rbNemesis, seed uint64, outage time.Duration) rbResult {
+func runRobust(t *testing.T, target rbTarget, n rbNemesis, op rbOp, seed uint64, outage time.Duration) rbResult {
 	begin := time.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
@@ -605,10 +638,10 @@ func runRobust(t *testing.T, target rbTarget, n rbNemesis, seed uint64, outage t
 	for i := 0; i < e.Size(); i++ {
 		addrs = append(addrs, fmt.Sprintf("server %d %s", i+1, e.Addr(i)))
 	}
-	r := &rbRun{t: t, ctx: ctx, target: target, e: e, rng: rand.New(rand.NewPCG(seed, 1)),
+	r := &rbRun{t: t, ctx: ctx, target: target, e: e, rng: rand.New(rand.NewPCG(seed, 1)), opRng: rand.New(rand.NewPCG(seed, 2)),
 		rec: linearize.NewRecorder(), seed: seed}
-	res := rbResult{nemesis: n.name, outage: outage, ops: map[string]int{}}
-	t.Logf("%s: seed %d, nemesis %s, outage %v; ensemble up in %v (%s)", target.name, seed, n.name, outage,
+	res := rbResult{nemesis: n.name, op: op.name, outage: outage, ops: map[string]int{}}
+	t.Logf("%s: seed %d, nemesis %s, operation %s, outage %v; ensemble up in %v (%s)", target.name, seed, n.name, op.name, outage,
 		time.Since(begin).Round(time.Millisecond), strings.Join(addrs, ", "))
 	defer r.keepLogs()
 
@@ -636,6 +669,9 @@ func runRobust(t *testing.T, target rbTarget, n rbNemesis, seed uint64, outage t
 	}
 	defer heal()
 	res.victim = victim
+	opCtx, opCancel := context.WithCancel(ctx)
+	defer opCancel()
+	opOutcome := r.startOp(opCtx, op, outage/2)
 	time.Sleep(outage)
 	healAt := r.rec.Now()
 	if err := heal(); err != nil {
@@ -665,6 +701,9 @@ func runRobust(t *testing.T, target rbTarget, n rbNemesis, seed uint64, outage t
 	}
 	recovered := r.rec.Now()
 	t.Logf("every client succeeded again %v after the heal", ms(recovered-healAt))
+	stopOp := time.AfterFunc(time.Until(progressDeadline), opCancel)
+	r.checkOp(op, opOutcome) // under load
+	stopOp.Stop()
 
 	// Stop the load, the watcher last (it must see the final version first), then check.
 	for _, wk := range r.workers {
@@ -689,8 +728,8 @@ func runRobust(t *testing.T, target rbTarget, n rbNemesis, seed uint64, outage t
 	for _, k := range slices.Sorted(maps.Keys(res.ops)) {
 		ops = append(ops, fmt.Sprintf("%s %d", k, res.ops[k]))
 	}
-	t.Logf("RESULT %s nemesis=%s victim=%q outage=%v ops: %s; violations %d; longest unavailability %v (%s); of clients that fail over %v (%s); run took %v",
-		target.name, n.name, victim, outage, strings.Join(ops, ", "), len(res.violations), ms(int64(res.unavail)), res.unavailWho,
+	t.Logf("RESULT %s nemesis=%s operation=%s victim=%q outage=%v ops: %s; violations %d; longest unavailability %v (%s); of clients that fail over %v (%s); run took %v",
+		target.name, n.name, op.name, victim, outage, strings.Join(ops, ", "), len(res.violations), ms(int64(res.unavail)), res.unavailWho,
 		ms(int64(res.unavailFailover)), res.unavailFailoverWho, time.Since(begin).Round(time.Millisecond))
 	return res
 }
