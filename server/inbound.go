@@ -25,8 +25,8 @@ import (
 // them), so a client that pipelines faster than its requests are handled is slowed by TCP, as
 // before; its pings then wait in the socket like ZooKeeper's do when it throttles a connection.
 const (
-	readAheadBytes  = 1 << 20
-	readAheadFrames = 256
+	readAheadBytes  = 256 << 10
+	readAheadFrames = 64
 )
 
 // deadlineEvery bounds how often the read deadline moves: setting one costs a clock reading and
