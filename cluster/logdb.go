@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"sync"
+	"sync/atomic"
 
 	"github.com/lni/dragonboat/v4/config"
 	"github.com/lni/dragonboat/v4/raftio"
@@ -21,7 +22,10 @@ import (
 // for an update that carries no entries, snapshot or state change, and fsyncs only for entries,
 // snapshots and term or vote changes, which is what Raft needs to persist.
 // docs/storage.md ("What is fsynced") has the measurement.
-type stateFillingFactory struct{ inner config.LogDBFactory }
+type stateFillingFactory struct {
+	inner config.LogDBFactory
+	tail  *atomic.Pointer[tailCache] // set to the tail cache Create makes (for metrics); may be nil
+}
 
 // Create creates the inner log store and wraps it: empty States filled (below), and the newest
 // entries of every replica kept in memory for catch-up reads (tailCache, logcache.go).
@@ -31,7 +35,11 @@ func (f stateFillingFactory) Create(cfg config.NodeHostConfig, cb config.LogDBCa
 	if err != nil {
 		return nil, err
 	}
-	return newTailCache(newStateFillingLogDB(db), tailBudget), nil
+	c := newTailCache(newStateFillingLogDB(db), tailBudget)
+	if f.tail != nil {
+		f.tail.Store(c)
+	}
+	return c, nil
 }
 
 // Name is the inner store's name: dragonboat records it in the data directory and refuses a

@@ -62,6 +62,7 @@ func quietDragonboat() {
 type Server struct {
 	cfg      Config
 	log      *slog.Logger
+	logTail  atomic.Pointer[tailCache] // the Raft log store's in-memory tail (logcache.go), for metrics
 	nh       *dragonboat.NodeHost
 	router   *router.Router
 	hub      *watchhub.Hub
@@ -138,7 +139,7 @@ func (s *Server) startRaft() error {
 		// quarter of a write-heavy server's CPU compacting the Raft log (docs/storage.md).
 		// raftnet: dragonboat's framing, but a restarted peer's stale links are replaced
 		// instead of tripping dragonboat's per-peer circuit breaker (raftnet/doc.go).
-		Expert: config.ExpertConfig{LogDB: config.GetSmallMemLogDBConfig(), LogDBFactory: stateFillingFactory{inner: tan.Factory},
+		Expert: config.ExpertConfig{LogDB: config.GetSmallMemLogDBConfig(), LogDBFactory: stateFillingFactory{inner: tan.Factory, tail: &s.logTail},
 			TransportFactory: raftnet.Factory{Log: s.log}},
 		RaftEventListener:   leaderListener{s},
 		EnableMetrics:       true,
@@ -603,6 +604,19 @@ func (s *Server) Close() error {
 	return nil
 }
 
+// logTailReads counts the Raft log reads served from memory (or, with false, by the log store).
+func (s *Server) logTailReads(memory bool) float64 {
+	c := s.logTail.Load()
+	switch {
+	case c == nil:
+		return 0
+	case memory:
+		return float64(c.hits.Load())
+	default:
+		return float64(c.misses.Load())
+	}
+}
+
 // registerGauges exports the state operators watch, computed at scrape time.
 func (s *Server) registerGauges() {
 	s.reg.MustRegister(
@@ -618,6 +632,12 @@ func (s *Server) registerGauges() {
 			func() float64 { return float64(s.table.Level()) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "corral_format_level_supported", Help: "The highest format level this server's binary reads."},
 			func() float64 { return float64(format.Supported) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "corral_raft_log_reads_total", ConstLabels: prometheus.Labels{"from": "memory"},
+			Help: "Reads of Raft log entries no longer in dragonboat's memory (a leader catching up a follower), served from the in-memory tail (docs/storage.md, Catch-up)."},
+			func() float64 { return s.logTailReads(true) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "corral_raft_log_reads_total", ConstLabels: prometheus.Labels{"from": "store"},
+			Help: "Reads of Raft log entries no longer in dragonboat's memory (a leader catching up a follower), served from the in-memory tail (docs/storage.md, Catch-up)."},
+			func() float64 { return s.logTailReads(false) }),
 	)
 	for _, id := range s.allShards() {
 		s.registerShardGauges(id) // shards added later register theirs when they start
