@@ -203,8 +203,11 @@
 //	"mg"                    the routes of subtrees moved in or out
 //	"ms"                    root shard: the data shards added online (AddedShard records)
 //
-// Each Update writes its changes, "ma" and "mz" in one NoSync pebble batch: the Raft log is the
-// durability point; the store has no WAL of its own, and dragonboat calls Sync (a memtable
-// flush) before compacting the log, so the log always covers what is not flushed. Snapshots
+// Update writes nothing to pebble: it changes the in-memory tree and marks the nodes it changed.
+// Sync (which dragonboat calls before it compacts the Raft log), PrepareSnapshot and Close write
+// the current version of every marked node with "ma" and "mz" in one batch and flush it. The
+// Raft log is the durability point and the store has no WAL of its own: dragonboat compacts the
+// log only below the index of the last successful Sync, so the log always covers what is not
+// written. Snapshots
 // stream a pebble snapshot; recovery builds a fresh DB directory and swaps `current` atomically.
 package shard

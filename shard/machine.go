@@ -23,7 +23,8 @@ type Config struct {
 	Tag uint8
 	// OwnsRoot: the shard starts with ZooKeeper's initial tree ("/", "/zookeeper", ...).
 	OwnsRoot bool
-	// Root is the subtree the shard serves (recorded; mounting is not implemented).
+	// Root is recorded in the shard's state and snapshots; every shard has "/". Which paths a
+	// shard serves is the router's placement and mount table (docs/design.md §6, §9), not this.
 	Root string
 	// Dir is the replica's own data directory (pebble DBs and the `current` pointer file).
 	Dir string
@@ -159,8 +160,8 @@ func (m *Machine) publish(events []Event) {
 	}
 }
 
-// Update applies the entries' batches in order, persists the changes with the last entry's index
-// in one NoSync pebble batch, sets each entry's Result (Value: the BatchStatus, Data: the encoded
+// Update applies the entries' batches in order to the in-memory tree (Sync writes them to
+// pebble later, see below), sets each entry's Result (Value: the BatchStatus, Data: the encoded
 // BatchResult) and publishes the view with all the entries' events.
 //
 // An entry that does not decode as a Batch cannot come from Corral's proposers; Update returns
