@@ -39,9 +39,9 @@ faults-soak: build deps
 
 # Randomized robustness runs (tests/fault/robust_test.go): a random nemesis (pause, partitions,
 # a shard leader's partition, a bridge, SIGKILL and restart, all servers killed), sometimes with
-# a subtree move or a shard add during it, under a mixed checked workload; CORRAL_ROBUST_SEED
-# repeats a sequence, CORRAL_ROBUST_TARGET=zookeeper runs it against Apache ZooKeeper 3.8
-# (docs/reliability.md).
+# a subtree move, a shard add or an observer added during it, under a mixed checked workload;
+# CORRAL_ROBUST_SEED repeats a sequence, CORRAL_ROBUST_TARGET=zookeeper runs it against Apache
+# ZooKeeper 3.8 (docs/reliability.md).
 ROBUST_RUNS ?= 30
 robust-soak: build deps
 	CORRAL_ROBUST_SOAK=$(ROBUST_RUNS) $(GO) test -count=1 -timeout 180m -v -run TestRobustnessSoak ./tests/fault/

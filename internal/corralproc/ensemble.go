@@ -296,20 +296,36 @@ func (e *Ensemble) QuorumPorts(i int) []int {
 	return []int{e.servers[i].peerPort}
 }
 
-// Size is the number of servers.
-func (e *Ensemble) Size() int { return len(e.servers) }
+// Size is the number of servers (AddObserver adds one).
+func (e *Ensemble) Size() int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return len(e.servers)
+}
 
 // Dir is the directory of the whole ensemble.
 func (e *Ensemble) Dir() string { return e.root }
 
 // ServerDir is server i's directory (zoo.cfg, data/, server.log).
-func (e *Ensemble) ServerDir(i int) string { return e.servers[i].dir }
+func (e *Ensemble) ServerDir(i int) string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.servers[i].dir
+}
 
 // ConfigPath is server i's zoo.cfg.
-func (e *Ensemble) ConfigPath(i int) string { return e.configPath(e.servers[i]) }
+func (e *Ensemble) ConfigPath(i int) string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.configPath(e.servers[i])
+}
 
 // LogPath is server i's log (its stdout and stderr, appended across restarts).
-func (e *Ensemble) LogPath(i int) string { return filepath.Join(e.servers[i].dir, LogName) }
+func (e *Ensemble) LogPath(i int) string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return filepath.Join(e.servers[i].dir, LogName)
+}
 
 // SetBinary makes server i run the executable at path from its next start on (an upgrade or a
 // downgrade of that server); a running process is not touched.

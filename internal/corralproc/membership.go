@@ -18,8 +18,8 @@ import (
 // member adds it (POST /members/add?id=N&raft=<RaftAddr>&observer=true) and then catches up,
 // so AddObserver does not wait for it to serve: call WaitReady after the add.
 //
-// It returns the new server's index. Unlike the Ensemble's other methods it must not run
-// concurrently with Size, ServerDir or LogPath, which read the server list without the lock.
+// It returns the new server's index. It may run while other goroutines use the ensemble; Size
+// counts the new server from then on.
 func (e *Ensemble) AddObserver() (int, error) {
 	ports, err := freePorts(4)
 	if err != nil {

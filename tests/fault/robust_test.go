@@ -293,13 +293,14 @@ func (r *rbRun) restart(v int) error {
 // waits for a quorum before it serves).
 func rbKillAll() rbNemesis {
 	return rbNemesis{name: "kill-all", inject: func(r *rbRun) (string, func() error, error) {
-		for i := 0; i < r.e.Size(); i++ {
+		n := r.e.Size() // the servers of now: an observer added during the outage is not killed
+		for i := 0; i < n; i++ {
 			if err := r.e.Kill(i); err != nil {
 				return "", nil, err
 			}
 		}
 		return "all servers", once(func() error {
-			errs := make([]error, r.e.Size())
+			errs := make([]error, n)
 			var wg sync.WaitGroup
 			for i := range errs {
 				wg.Add(1)
@@ -343,15 +344,16 @@ func TestRobustness(t *testing.T) {
 		})
 	}
 	// Operations during a fault (Corral only): a subtree move during a partition of one
-	// server (a pause without root), an online shard add and move onto it while a server
-	// is killed and restarted.
+	// server, an online shard add and move onto it while a server is killed and restarted, an
+	// observer added while one server hears nothing from its peers (pauses without root).
 	if target.name == rbCorral.name {
 		during := []struct {
 			n  rbNemesis
 			op rbOp
-		}{{rbPause(), rbOpMove}, {rbKill(), rbOpAddShardMove}}
+		}{{rbPause(), rbOpMove}, {rbKill(), rbOpAddShardMove}, {rbPause(), rbOpAddObserver}}
 		if nemesis.Available() == nil {
 			during[0].n = rbPartition(nemesis.Both)
+			during[2].n = rbPartition(nemesis.Inbound)
 		}
 		for i, d := range during {
 			t.Run(d.n.name+"-during-"+d.op.name, func(t *testing.T) {
@@ -485,6 +487,7 @@ type rbRun struct {
 	rec    *linearize.Recorder
 	seed   uint64
 
+	voters   int      // the servers the run started with (an observer may join later)
 	subtrees []string // register subtrees, both data shards
 	regKeys  []string
 	nextID   int
@@ -639,7 +642,7 @@ func runRobust(t *testing.T, target rbTarget, n rbNemesis, op rbOp, seed uint64,
 		addrs = append(addrs, fmt.Sprintf("server %d %s", i+1, e.Addr(i)))
 	}
 	r := &rbRun{t: t, ctx: ctx, target: target, e: e, rng: rand.New(rand.NewPCG(seed, 1)), opRng: rand.New(rand.NewPCG(seed, 2)),
-		rec: linearize.NewRecorder(), seed: seed}
+		rec: linearize.NewRecorder(), seed: seed, voters: e.Size()}
 	res := rbResult{nemesis: n.name, op: op.name, outage: outage, ops: map[string]int{}}
 	t.Logf("%s: seed %d, nemesis %s, operation %s, outage %v; ensemble up in %v (%s)", target.name, seed, n.name, op.name, outage,
 		time.Since(begin).Round(time.Millisecond), strings.Join(addrs, ", "))
