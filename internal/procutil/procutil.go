@@ -5,11 +5,13 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -114,8 +116,15 @@ func CloseSignal(keepDir bool) (syscall.Signal, time.Duration) {
 	return syscall.SIGKILL, 0
 }
 
-// FreePorts reserves n distinct loopback ports by binding them all at once,
-// then releases them for child processes to bind.
+// FreePorts reserves n distinct loopback ports by binding them all at once, then releases them
+// for servers to bind.
+//
+// The ports come from below the kernel's range of ephemeral ports
+// (/proc/sys/net/ipv4/ip_local_port_range), so between the release and the server's bind no
+// outgoing connection on this machine can be given one as its source port: with ports from the
+// ephemeral range, a test's servers dialling each other occasionally took a port another server
+// was about to listen on ("bind: address already in use"). Where the range cannot be read, the
+// kernel picks (port 0).
 func FreePorts(n int) ([]int, error) {
 	var ls []net.Listener
 	defer func() {
@@ -123,16 +132,42 @@ func FreePorts(n int) ([]int, error) {
 			l.Close()
 		}
 	}()
+	lo, hi := reservablePorts()
 	ports := make([]int, 0, n)
-	for i := 0; i < n; i++ {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
+	for attempts := 0; len(ports) < n; attempts++ {
+		addr := "127.0.0.1:0"
+		if hi > lo && attempts < 50*n {
+			addr = "127.0.0.1:" + strconv.Itoa(lo+rand.IntN(hi-lo))
+		}
+		l, err := net.Listen("tcp", addr)
 		if err != nil {
+			if addr != "127.0.0.1:0" {
+				continue // taken: try another
+			}
 			return nil, fmt.Errorf("reserving a port: %w", err)
 		}
 		ls = append(ls, l)
 		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
 	}
 	return ports, nil
+}
+
+// reservablePorts is the range FreePorts draws from: from 10000 to the first ephemeral port, or
+// an empty range when that is not known (or leaves no room).
+func reservablePorts() (lo, hi int) {
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return 0, 0
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 1 {
+		return 0, 0
+	}
+	first, err := strconv.Atoi(f[0])
+	if err != nil || first <= 11000 {
+		return 0, 0
+	}
+	return 10000, first
 }
 
 // MergeConfig applies extra to the ordered key/value list kv: in key order,

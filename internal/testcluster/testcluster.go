@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,6 +12,7 @@ import (
 	"time"
 
 	"github.com/corral/corral/cluster"
+	"github.com/corral/corral/internal/procutil"
 )
 
 // Options shape a test ensemble.
@@ -235,24 +235,15 @@ func (c *Cluster) Close() {
 	}
 }
 
-// FreePorts returns n distinct free TCP ports on 127.0.0.1 (each followed by a free port, for
-// the unused election port convention).
+// FreePorts returns n distinct free TCP ports on 127.0.0.1 (procutil.FreePorts: from below the
+// ephemeral range, so the servers' own outgoing connections cannot take them first).
 func FreePorts(t testing.TB, n int) []int {
 	t.Helper()
-	var out []int
-	var lns []net.Listener
-	for len(out) < n {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		lns = append(lns, ln)
-		out = append(out, ln.Addr().(*net.TCPAddr).Port)
+	ports, err := procutil.FreePorts(n)
+	if err != nil {
+		t.Fatal(err)
 	}
-	for _, ln := range lns {
-		ln.Close()
-	}
-	return out
+	return ports
 }
 
 type discard struct{}
