@@ -370,7 +370,8 @@ func TestRobustness(t *testing.T) {
 // TestRobustnessSoak runs CORRAL_ROBUST_SOAK randomized runs (make robust-soak): a random
 // nemesis, victim and outage (one to three session timeouts) each. CORRAL_ROBUST_SEED repeats a
 // sequence; CORRAL_ROBUST_TARGET=zookeeper runs against Apache ZooKeeper 3.8, where violations
-// are logged and counted, not failed.
+// are logged and counted, not failed. CORRAL_ROBUST_NEMESES=bridge,kill (names, comma-separated)
+// draws only from those nemeses.
 func TestRobustnessSoak(t *testing.T) {
 	runs, _ := strconv.Atoi(os.Getenv("CORRAL_ROBUST_SOAK"))
 	if runs <= 0 {
@@ -384,6 +385,13 @@ func TestRobustnessSoak(t *testing.T) {
 	t.Logf("target %s, seed %d (CORRAL_ROBUST_SEED repeats it)", target.name, seed)
 	rnd := rand.New(rand.NewPCG(seed, 0))
 	nemeses := rbNemeses()
+	if only := os.Getenv("CORRAL_ROBUST_NEMESES"); only != "" {
+		names := strings.Split(only, ",")
+		nemeses = slices.DeleteFunc(nemeses, func(n rbNemesis) bool { return !slices.Contains(names, n.name) })
+		if len(nemeses) == 0 {
+			t.Fatalf("CORRAL_ROBUST_NEMESES=%q names no nemesis available here", only)
+		}
+	}
 	var sum rbSummary
 	for i := 0; i < runs; i++ {
 		n := nemeses[rnd.IntN(len(nemeses))]
@@ -737,13 +745,13 @@ func runRobust(t *testing.T, target rbTarget, n rbNemesis, op rbOp, seed uint64,
 	return res
 }
 
-// keepLogs copies the servers' logs of a run that failed or found violations to a directory
-// that outlives the ensemble, and names it.
+// keepLogs copies the servers' logs of a run that failed or found violations (of every run
+// with CORRAL_ROBUST_KEEP_LOGS=1) to a directory that outlives the ensemble, and names it.
 func (r *rbRun) keepLogs() {
 	r.mu.Lock()
 	bad := len(r.violations) > 0
 	r.mu.Unlock()
-	if !bad && !r.t.Failed() {
+	if !bad && !r.t.Failed() && os.Getenv("CORRAL_ROBUST_KEEP_LOGS") != "1" {
 		return
 	}
 	dir, err := os.MkdirTemp(os.Getenv(linearize.VisualizationDirEnv), "corral-robust-logs-*")
