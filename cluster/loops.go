@@ -83,6 +83,10 @@ func (s *Server) confirmMeta(ctx context.Context) {
 // server/readonly.go): it has not heard the session table's quorum (a completed catch-up round
 // on the meta shard) for the read bound, syncLimit × tickTime — ZooKeeper's follower gives up
 // on its leader after the same time. Without the key it is never read-only.
-func (s *Server) readOnly() bool {
-	return s.cfg.ReadOnlyMode && time.Since(time.Unix(0, s.metaConfirmed.Load())) > s.maxReadAge()
+func (s *Server) readOnly() bool { return s.cfg.ReadOnlyMode && s.metaCutOff() }
+
+// metaCutOff reports whether the local replica of the meta shard (the session table) has not
+// completed a catch-up round for the read bound: it is cut off from its quorum.
+func (s *Server) metaCutOff() bool {
+	return time.Since(time.Unix(0, s.metaConfirmed.Load())) > s.maxReadAge()
 }

@@ -463,6 +463,7 @@ func (s *Server) startClientPort() error {
 		OutstandingLimit: s.cfg.GlobalOutstandingLimit,
 		MaxReadAge:       s.maxReadAge(),
 		ReadOnly:         s.readOnly,
+		MetaCutOff:       s.metaCutOff,
 	})
 	s.srvPtr.Store(s.client)
 	s.wg.Add(1)

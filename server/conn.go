@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/corral/corral/router"
 	"github.com/corral/corral/session"
 	"github.com/corral/corral/wire"
 )
@@ -74,6 +75,10 @@ type slot struct {
 	done  bool
 	start time.Time
 	kind  string
+	// on lists the shards a write's reply waits for (nil for other requests): the watchdog
+	// closes a connection whose oldest request waits on a replica cut off from its shard's
+	// quorum (stuck.go).
+	on []*router.Shard
 }
 
 func newConn(s *Server, nc net.Conn) *conn {
@@ -116,9 +121,10 @@ func (c *conn) signal() {
 	}
 }
 
-// reserve appends an unfilled slot for a reply that will be completed later.
-func (c *conn) reserve(kind string) *slot {
-	sl := &slot{start: time.Now(), kind: kind}
+// reserve appends an unfilled slot for a reply that will be completed later; on lists the
+// shards a write waits for.
+func (c *conn) reserve(kind string, on ...*router.Shard) *slot {
+	sl := &slot{start: time.Now(), kind: kind, on: on}
 	c.out.Lock()
 	if len(c.out.slots) == 0 {
 		c.out.drained = make(chan struct{})
@@ -397,7 +403,7 @@ func (c *conn) handshake(r *bufio.Reader) bool {
 		c.lastZxid.Store(req.LastZxidSeen)
 		return c.readOnlyHandshake(&req, timeout)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), c.s.o.MaxTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), c.s.handshakeTimeout())
 	defer cancel()
 	if req.LastZxidSeen > c.s.o.Router.LastZxid() {
 		// The client has seen more than this server applied: catch up instead of refusing.

@@ -564,7 +564,7 @@ func (c *conn) handleWrite(h wire.RequestHeader, frame []byte) bool {
 	if !c.writeBarrier(sh.ID) {
 		return false
 	}
-	sl := c.reserve("write")
+	sl := c.reserve("write", sh)
 	op := shard.Op{Session: c.sessionID, Epoch: c.epoch, Auth: c.AuthIDs(), Code: h.Op, Body: body,
 		MinZxid: c.lastZxid.Load(), ViewZxid: viewZxid}
 	sh.Proposer.Submit(&router.Request{Op: op, Done: func(res shard.OpResult, err error) {

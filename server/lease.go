@@ -92,7 +92,8 @@ func (c *conn) leaseLost(why string) {
 }
 
 // watchdog closes the connections of sessions whose lease was not renewed for 2T/3 (see
-// above), whether or not they have output pending. It runs until the server closes.
+// above), whether or not they have output pending, and those whose oldest write is stuck on a
+// replica cut off from its shard's quorum (stuck.go). It runs until the server closes.
 func (s *Server) watchdog(stop <-chan struct{}) {
 	t := time.NewTicker(watchdogEvery)
 	defer t.Stop()
@@ -105,14 +106,17 @@ func (s *Server) watchdog(stop <-chan struct{}) {
 		s.closeReadOnlyIfRecovered()
 		now := time.Now()
 		s.mu.Lock()
-		var late []*conn
+		var late, live []*conn
 		for id, c := range s.mu.bySess {
 			h, ok, _ := s.o.Sessions.Heard(id)
 			if !ok || !now.Before(leaseDrop(h, c.timeout)) {
 				late = append(late, c)
+			} else {
+				live = append(live, c)
 			}
 		}
 		s.mu.Unlock()
+		s.dropStuck(live, now)
 		for _, c := range late {
 			if c.closingSession.Load() || c.closing() {
 				continue // closeSession ends it, or a close is under way (counted once)

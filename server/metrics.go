@@ -19,6 +19,7 @@ type Metrics struct {
 	throttled   prometheus.Counter
 	leaseWaits  prometheus.Counter
 	leaseDrops  prometheus.Counter
+	stuckDrops  prometheus.Counter
 
 	// Pre-resolved children of the vectors, so the request path does no label lookups.
 	byOp      map[wire.OpCode]prometheus.Counter
@@ -51,6 +52,8 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "Times a connection held its output until its session's lease was renewed."}),
 		leaseDrops: prometheus.NewCounter(prometheus.CounterOpts{Name: "corral_session_lease_drops_total",
 			Help: "Connections closed because their session was not renewed for two thirds of its timeout."}),
+		stuckDrops: prometheus.NewCounter(prometheus.CounterOpts{Name: "corral_stuck_write_drops_total",
+			Help: "Connections closed because their oldest write waited longer than the read bound on a replica cut off from its shard's quorum."}),
 	}
 	m.byOp = map[wire.OpCode]prometheus.Counter{}
 	for op, name := range opNames {
@@ -61,7 +64,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m.writeLat = m.latency.WithLabelValues("write")
 	if reg != nil {
 		reg.MustRegister(m.connections, m.outstanding, m.requests, m.latency, m.errors, m.watchEvents, m.rerouted, m.throttled,
-			m.leaseWaits, m.leaseDrops)
+			m.leaseWaits, m.leaseDrops, m.stuckDrops)
 	}
 	return m
 }

@@ -14,10 +14,10 @@ import (
 // a session never reads older state on one shard than it saw on another. A connection holding
 // watches also catches up every other shard to the returned view's zxid, so that the events of
 // changes the reply may depend on are queued before it. A replica that has not confirmed for
-// MaxReadAge that it holds what the shard committed first catches up (router.EnsureFresh), so
-// no read is answered from a state older than that. ok is false when the shard could not
-// catch up within the session timeout; the connection is then closed (the client reconnects,
-// as after a lost server).
+// MaxReadAge that it holds what the shard committed first catches up (router.EnsureFresh, given
+// cutOffGrace), so no read is answered from a state older than that. ok is false when the
+// shard could not catch up in time; the connection is then closed (the client reconnects, as
+// after a lost server).
 func (c *conn) readView(sh *router.Shard, min int64) (v *shard.View, ok bool) {
 	if c.readOnly {
 		// A read-only session reads whatever this server has, however old (readonly.go).
@@ -32,16 +32,25 @@ func (c *conn) readView(sh *router.Shard, min int64) (v *shard.View, ok bool) {
 	if v = sh.View(); v != nil && v.Zxid() >= d && !c.watched.Load() && fresh {
 		return v, true // fast path: nothing to wait for
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), c.writeTimeout())
-	defer cancel()
 	if !fresh {
-		// This replica has not confirmed for too long that it has what the shard committed
-		// (it may be cut off from the shard's quorum): catch up before answering, or close.
-		if err := r.EnsureFresh(ctx, sh, maxAge); err != nil {
+		// This replica has not confirmed for the whole bound that it has what the shard
+		// committed (it is most likely cut off from the shard's quorum; the server confirms
+		// every replica every bound/4): one short catch-up round before answering, or close at
+		// once, so the client moves to a server that reaches the quorum (stuck.go).
+		grace := cutOffGrace(maxAge)
+		if t := c.writeTimeout(); t < grace {
+			grace = t
+		}
+		fctx, fcancel := context.WithTimeout(context.Background(), grace)
+		err := r.EnsureFresh(fctx, sh, maxAge)
+		fcancel()
+		if err != nil {
 			c.catchUpFailed(sh, err)
 			return nil, false
 		}
 	}
+	ctx, cancel := context.WithTimeout(context.Background(), c.writeTimeout())
+	defer cancel()
 	if err := r.EnsureClosed(ctx, sh, d); err != nil {
 		c.catchUpFailed(sh, err)
 		return nil, false
@@ -127,7 +136,13 @@ func (c *conn) handleTxn(h wire.RequestHeader, m wire.MultiRequest, roles map[ui
 	if !c.writeBarrier(0) {
 		return false
 	}
-	sl := c.reserve("write")
+	parts := make([]*router.Shard, 0, len(roles))
+	for id := range roles {
+		if sh := c.s.o.Router.Shard(id); sh != nil {
+			parts = append(parts, sh)
+		}
+	}
+	sl := c.reserve("write", parts...)
 	req := &router.TxnRequest{Session: c.sessionID, Epoch: c.epoch, Auth: c.AuthIDs(), MinZxid: c.lastZxid.Load(), Multi: m}
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), c.writeTimeout())

@@ -50,6 +50,10 @@ type Options struct {
 	// ReadOnly, when set, reports whether the server has lost its quorum and is in read-only
 	// mode (readonlymode.enabled): it then serves only read-only clients (readonly.go).
 	ReadOnly func() bool
+	// MetaCutOff, when set, reports whether the local replica of the session table has not
+	// reached its quorum for MaxReadAge: a handshake then gets only a short attempt at the
+	// session table before its connection closes (stuck.go).
+	MetaCutOff func() bool
 }
 
 // Info is what four-letter words report about the server.

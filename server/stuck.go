@@ -1,0 +1,78 @@
+package server
+
+import (
+	"time"
+
+	"github.com/corral/corral/router"
+)
+
+// Requests on a cut-off replica (docs/design.md §3, "Requests on a cut-off replica").
+//
+// A server can keep its sessions' leases (the meta shard's quorum hears it) while one data
+// shard's quorum does not: in a bridge partition its replica of that shard has no leader it can
+// reach, and a request on that shard would wait as long as the fault lasts. ZooKeeper's
+// follower drops its clients once its leader has been silent for syncLimit × tickTime; Corral
+// treats a replica that has not confirmed, for that bound (server.Options.MaxReadAge), that it
+// reaches its shard's quorum (router.Shard.Age; every replica is confirmed every bound/4) as
+// cut off, and closes the connection of a request that waits on it for cutOffGrace: a read
+// that cannot catch up (route.go), the connection's oldest write (the watchdog, below), a
+// handshake while the session table's replica is cut off (handshakeTimeout). Its
+// client reconnects to a server that reaches the quorum, as after a lost server; the outcome of
+// its writes in flight is unknown to it (CONNECTIONLOSS), as in ZooKeeper. A slow request on a
+// confirmed replica (an election shorter than the bound, a move, overload) keeps its
+// connection.
+
+// handshakeTimeout bounds the session-table work of a handshake (creating or taking over a
+// session): cutOffGrace while the local replica of the table is cut off from its quorum, so a
+// client tries another server at once, as a ZooKeeper server that is not serving closes new
+// connections at once; otherwise the largest session timeout.
+func (s *Server) handshakeTimeout() time.Duration {
+	if s.o.MetaCutOff != nil && s.o.MaxReadAge > 0 && s.o.MetaCutOff() {
+		return cutOffGrace(s.o.MaxReadAge)
+	}
+	return s.o.MaxTimeout
+}
+
+// cutOffGrace is how long a request may wait on a cut-off replica before its connection is
+// closed: a round that the replica starts once its quorum is back takes milliseconds.
+func cutOffGrace(bound time.Duration) time.Duration { return bound / 8 }
+
+// stuckOn returns the shard on which the connection's oldest unanswered write has waited
+// longer than cutOffGrace while this server's replica of it has not confirmed for bound, or
+// nil.
+func (c *conn) stuckOn(now time.Time, bound time.Duration) *router.Shard {
+	c.out.Lock()
+	defer c.out.Unlock()
+	if len(c.out.slots) == 0 || c.out.closed {
+		return nil
+	}
+	head := c.out.slots[0] // complete flushes finished heads, so this one is unanswered
+	if now.Sub(head.start) <= cutOffGrace(bound) {
+		return nil
+	}
+	for _, sh := range head.on {
+		if sh.AgeAt(now) > bound {
+			return sh
+		}
+	}
+	return nil
+}
+
+// dropStuck closes the connections whose oldest write is stuck on a cut-off replica (stuckOn).
+func (s *Server) dropStuck(conns []*conn, now time.Time) {
+	bound := s.o.MaxReadAge
+	if bound <= 0 {
+		return
+	}
+	for _, c := range conns {
+		sh := c.stuckOn(now, bound)
+		if sh == nil {
+			continue
+		}
+		s.o.Log.Warn("closing connection: its oldest write waits on a shard whose local replica has not reached the shard's quorum within the read bound",
+			"session", sessionHex(c.sessionID), "remote", c.nc.RemoteAddr().String(), "shard", sh.ID,
+			"replica_age", sh.AgeAt(now).Round(time.Millisecond).String(), "bound", bound.String())
+		s.o.Metrics.stuckDrops.Inc()
+		go c.close("write stuck on a replica cut off from its shard's quorum")
+	}
+}

@@ -1,0 +1,70 @@
+package server
+
+import (
+	"context"
+	"log/slog"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/corral/corral/router"
+	"github.com/corral/corral/watchhub"
+)
+
+// TestStuckWriteOnCutOffReplica is stuck.go's rule: a connection is dropped only when its
+// oldest unanswered write has waited longer than cutOffGrace AND the local replica of a shard
+// the write waits for has not confirmed its quorum for the bound. A slow write on a healthy
+// replica, a young write on a cut-off one and a request that waits on no shard keep their
+// connection.
+func TestStuckWriteOnCutOffReplica(t *testing.T) {
+	r := router.New([]uint64{2, 3}, []uint8{1, 2}, router.PlaceSingle, nil)
+	r.SetSync(func(ctx context.Context, id uint64) error { return nil })
+	cut, healthy := r.Shard(2), r.Shard(3) // 2 never confirmed: its age is unbounded
+	if err := r.EnsureFresh(context.Background(), healthy, time.Second); err != nil {
+		t.Fatal(err)
+	}
+	s := New(Options{ServerID: 1, Router: r, Hub: watchhub.New(watchhub.Options{}), Log: slog.New(slog.DiscardHandler)})
+	defer s.Close()
+	a, b := net.Pipe()
+	defer a.Close()
+	defer b.Close()
+	const bound = 5 * time.Second // cutOffGrace(bound) = 625 ms
+	now := time.Now()
+	for _, tc := range []struct {
+		name  string
+		age   time.Duration
+		on    []*router.Shard
+		stuck *router.Shard
+	}{
+		{"old write on a cut-off replica", time.Second, []*router.Shard{cut}, cut},
+		{"transaction with one cut-off participant", time.Second, []*router.Shard{healthy, cut}, cut},
+		{"young write on a cut-off replica", 500 * time.Millisecond, []*router.Shard{cut}, nil},
+		{"old write on a confirmed replica", 6 * time.Second, []*router.Shard{healthy}, nil},
+		{"old request on no shard", 6 * time.Second, nil, nil},
+	} {
+		c := newConn(s, a)
+		sl := c.reserve("write", tc.on...)
+		sl.start = now.Add(-tc.age)
+		if got := c.stuckOn(now, bound); got != tc.stuck {
+			t.Errorf("%s: stuckOn = %v, want %v", tc.name, got, tc.stuck)
+		}
+		c.complete(sl, nil)
+		if got := c.stuckOn(now, bound); got != nil {
+			t.Errorf("%s: answered, stuckOn = shard %d", tc.name, got.ID)
+		}
+	}
+}
+
+// TestHandshakeOnCutOffSessionTable: while the session table's replica is cut off, a handshake
+// gets only the short grace at the table, so its client tries another server at once.
+func TestHandshakeOnCutOffSessionTable(t *testing.T) {
+	cut := false
+	s := &Server{o: Options{MaxTimeout: 40 * time.Second, MaxReadAge: 10 * time.Second, MetaCutOff: func() bool { return cut }}}
+	if got := s.handshakeTimeout(); got != 40*time.Second {
+		t.Errorf("reaching the quorum: handshake timeout %v, want the largest session timeout", got)
+	}
+	cut = true
+	if got := s.handshakeTimeout(); got != 1250*time.Millisecond {
+		t.Errorf("cut off: handshake timeout %v, want bound/8", got)
+	}
+}
