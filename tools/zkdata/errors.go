@@ -1,0 +1,22 @@
+package zkdata
+
+import "fmt"
+
+// FormatError reports input that is not what ZooKeeper writes: the file, the byte offset of the
+// record or field at fault, and what was expected there. For a compressed snapshot the offset
+// counts uncompressed bytes.
+type FormatError struct {
+	File   string
+	Offset int64
+	// Uncompressed is set when Offset counts bytes after decompression.
+	Uncompressed bool
+	What         string
+}
+
+func (e *FormatError) Error() string {
+	where := "offset"
+	if e.Uncompressed {
+		where = "uncompressed offset"
+	}
+	return fmt.Sprintf("zkdata: %s: %s %d: %s", e.File, where, e.Offset, e.What)
+}
