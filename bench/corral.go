@@ -146,6 +146,9 @@ func (c *corralCluster) Addrs() []string  { return c.e.Addrs() }
 func (c *corralCluster) Kill(i int) error { return c.e.Kill(i) }
 func (c *corralCluster) Close() error     { return c.e.Close() }
 
+// Pid is server i's process id, 0 when it is not running (matrix: RSS).
+func (c *corralCluster) Pid(i int) int { return c.e.Pid(i) }
+
 // Restart starts the killed server i again from its data directory and waits until every
 // running server answers ruok and server i accepts a session.
 func (c *corralCluster) Restart(ctx context.Context, i int) error {

@@ -42,7 +42,8 @@
 //
 // throughput (Table 1, Figure 5), failover (Figure 8), create (Table 2), barrier (Table 3),
 // shards (write throughput as corral.shards grows, optionally with corral.testing.applyDelay),
-// sizing (sweep servers × shards at a target rate; the choice is the pure function [Recommend]).
+// sizing (sweep servers × shards at a target rate; the choice is the pure function [Recommend]),
+// matrix (the everyday table beside ZooKeeper, driven mostly by go-zookeeper: exp_matrix*.go).
 // Each writes <experiment>.csv and .json (every data point), <experiment>.png (gonum/plot, the
-// targets on the same axes) and summary.md into --out, with a progress line on stderr.
+// targets on the same axes; not matrix) and summary.md into --out, with a progress line on stderr.
 package bench

@@ -47,6 +47,10 @@ type Config struct {
 	TargetOps     float64
 	P99           time.Duration
 	MinServers    int
+	ZNodes        int    // matrix: creates of the bulk load (row 10)
+	Sessions      int    // matrix: sessions opened (row 12)
+	MixedClient   string // matrix: client of rows 3-7: "auto", "corral" or "go-zookeeper"
+	Rows          []int  // matrix: the rows to run (empty: all)
 	CorralBin     string
 	Tick          time.Duration
 	KeepDirs      bool
@@ -71,6 +75,8 @@ var defaults = map[string]flagDefault{
 	"target-ops":      {"20000", "500"},
 	"p99":             {"20ms", "200ms"},
 	"min-servers":     {"3", "1"},
+	"znodes":          {"200000", "5000"},
+	"sessions":        {"9000", "300"},
 }
 
 // experiment-specific defaults that differ from the table above.
@@ -80,6 +86,8 @@ var expDefaults = map[string]map[string]flagDefault{
 	"barrier":  {"sizes": {"3", "1"}},
 	"shards":   {"sizes": {"3", "1"}},
 	"sizing":   {"sizes": {"3,5,7", "1,3"}},
+	"matrix": {"sizes": {"3", "1"}, "clients": {"30", "10"}, "outstanding": {"10", "10"},
+		"warmup": {"2s", "300ms"}, "duration": {"5s", "1s"}, "cluster-warmup": {"5s", "500ms"}},
 }
 
 type experiment struct {
@@ -95,6 +103,7 @@ var experiments = []experiment{
 	{"barrier", "double barrier with N clients for M rounds: completion time (Table 3)", runBarrier},
 	{"shards", "write throughput as corral.shards grows, optionally with an injected apply delay", runShards},
 	{"sizing", "sweep ensemble size × shards at a target load and recommend the smallest config", runSizing},
+	{"matrix", "the everyday table beside ZooKeeper: sync latency, mixed loads, creates, bulk load, memory, sessions", runMatrix},
 }
 
 func usage(w io.Writer) {
@@ -161,6 +170,9 @@ func MainContext(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	if werr := e.writeSummary(); werr != nil && runErr == nil {
 		runErr = werr
 	}
+	if e.echoSummary {
+		fmt.Fprint(stdout, e.summaryText)
+	}
 	fmt.Fprintf(stdout, "results in %s\n", cfg.Out)
 	for _, f := range e.failures {
 		fmt.Fprintf(stderr, "bench %s: %s\n", exp.name, f)
@@ -183,7 +195,7 @@ func parseFlags(exp string, args []string, stderr io.Writer) (*Config, error) {
 		servers, sizes, readPcts, shards, workers, bn string
 		warmup, duration, p99, clusterWarmup          string
 		clients, outstanding, rounds, minServers      string
-		targetOps                                     string
+		targetOps, znodes, sessions, rows             string
 	)
 	def := func(name string) string { return pickDefault(exp, name, false) }
 	fs.StringVar(&cfg.Target, "target", "both", "corral, zookeeper, or both (Apache ZooKeeper first, then Corral, same workload)")
@@ -211,6 +223,10 @@ func parseFlags(exp string, args []string, stderr io.Writer) (*Config, error) {
 	fs.StringVar(&targetOps, "target-ops", def("target-ops"), "sizing: required ops/s")
 	fs.StringVar(&p99, "p99", def("p99"), "sizing: bound on p99 latency at the target rate")
 	fs.StringVar(&minServers, "min-servers", def("min-servers"), "sizing: smallest ensemble to recommend")
+	fs.StringVar(&znodes, "znodes", def("znodes"), "matrix: znodes created by the bulk load (row 10)")
+	fs.StringVar(&sessions, "sessions", def("sessions"), "matrix: sessions opened, one ephemeral znode each (row 12)")
+	fs.StringVar(&rows, "rows", "", "matrix: run only these rows (e.g. 1,3,10,11; default all)")
+	fs.StringVar(&cfg.MixedClient, "mixed-client", clientAuto, "matrix: client of the pipelined rows 3-7: go-zookeeper, corral (Corral's client), or auto (go-zookeeper, Corral's client for reads only)")
 	fs.StringVar(&cfg.CorralBin, "corral-bin", "", "corral binary (default: this binary, or bin/corral)")
 	fs.DurationVar(&cfg.Tick, "tick", 2*time.Second, "tickTime of the started ensembles")
 	fs.BoolVar(&cfg.KeepDirs, "keep", false, "keep the servers' directories (logs, data)")
@@ -244,6 +260,8 @@ func parseFlags(exp string, args []string, stderr io.Writer) (*Config, error) {
 	get("target-ops", &targetOps)
 	get("p99", &p99)
 	get("min-servers", &minServers)
+	get("znodes", &znodes)
+	get("sessions", &sessions)
 
 	var err error
 	var errs []error
@@ -281,6 +299,12 @@ func parseFlags(exp string, args []string, stderr io.Writer) (*Config, error) {
 	check(err)
 	_, err = fmt.Sscan(minServers, &cfg.MinServers)
 	check(err)
+	_, err = fmt.Sscan(znodes, &cfg.ZNodes)
+	check(err)
+	_, err = fmt.Sscan(sessions, &cfg.Sessions)
+	check(err)
+	cfg.Rows, err = parseInts(rows)
+	check(err)
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
@@ -292,6 +316,17 @@ func parseFlags(exp string, args []string, stderr io.Writer) (*Config, error) {
 		return nil, fmt.Errorf("--sizes, --clients, --outstanding and --duration must be positive")
 	case cfg.ReadPct > 100:
 		return nil, fmt.Errorf("--read-pct must be within 0..100")
+	case cfg.ZNodes <= 0 || cfg.Sessions <= 0:
+		return nil, fmt.Errorf("--znodes and --sessions must be positive")
+	case cfg.DataSize < 0:
+		return nil, fmt.Errorf("--data-size must not be negative")
+	case cfg.MixedClient != clientAuto && cfg.MixedClient != clientCorral && cfg.MixedClient != clientGoZK:
+		return nil, fmt.Errorf("--mixed-client must be %s, %s or %s, not %q", clientAuto, clientGoZK, clientCorral, cfg.MixedClient)
+	}
+	for _, r := range cfg.Rows {
+		if r < 1 || r > len(matrixSpecs) {
+			return nil, fmt.Errorf("--rows: there is no row %d (1..%d)", r, len(matrixSpecs))
+		}
 	}
 	if cfg.Out == "" {
 		cfg.Out = "bench-results/" + time.Now().Format("20060102-150405")
@@ -376,6 +411,9 @@ type env struct {
 	failures  []string
 	sections  []string // markdown sections of summary.md, in order
 	files     []string
+	// echoSummary prints summary.md on stdout too (matrix).
+	echoSummary bool
+	summaryText string
 }
 
 // fail records that a target could not run (part of) an experiment; the run goes on.
@@ -477,5 +515,6 @@ func (e *env) writeSummary() error {
 			fmt.Fprintf(&b, "- [%s](%s)\n", f, f)
 		}
 	}
-	return e.writeFile("summary.md", []byte(b.String()))
+	e.summaryText = b.String()
+	return e.writeFile("summary.md", []byte(e.summaryText))
 }

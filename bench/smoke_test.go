@@ -22,7 +22,7 @@ type smokeCase struct {
 	args   []string
 	csv    string
 	column string
-	png    string
+	png    string // "" when the experiment draws no figure
 }
 
 var smokeCases = []smokeCase{
@@ -35,8 +35,8 @@ var smokeCases = []smokeCase{
 }
 
 // runSmoke runs one experiment against target and checks its outputs: exit code 0, a
-// non-empty CSV whose column is > 0 in every row, a PNG, and a summary.
-func runSmoke(t *testing.T, target string, sc smokeCase) {
+// non-empty CSV whose column is > 0 in every row, a PNG, and a summary. It returns the CSV rows.
+func runSmoke(t *testing.T, target string, sc smokeCase) [][]string {
 	t.Helper()
 	out := t.TempDir()
 	args := append([]string{sc.exp, "--target", target, "--short", "--quiet", "--out", out}, sc.args...)
@@ -70,9 +70,11 @@ func runSmoke(t *testing.T, target string, sc smokeCase) {
 	if sc.exp == "failover" {
 		checkFailover(t, out, rows)
 	}
-	png, err := os.ReadFile(filepath.Join(out, sc.png))
-	if err != nil || len(png) < 1000 || !bytes.HasPrefix(png, []byte("\x89PNG")) {
-		t.Fatalf("%s missing or not a PNG (%d bytes, %v)", sc.png, len(png), err)
+	if sc.png != "" {
+		png, err := os.ReadFile(filepath.Join(out, sc.png))
+		if err != nil || len(png) < 1000 || !bytes.HasPrefix(png, []byte("\x89PNG")) {
+			t.Fatalf("%s missing or not a PNG (%d bytes, %v)", sc.png, len(png), err)
+		}
 	}
 	sum, err := os.ReadFile(filepath.Join(out, "summary.md"))
 	if err != nil || !bytes.Contains(sum, []byte("## ")) {
@@ -82,6 +84,7 @@ func runSmoke(t *testing.T, target string, sc smokeCase) {
 	if err != nil || len(js) < 10 {
 		t.Fatalf("JSON missing: %v", err)
 	}
+	return rows
 }
 
 // checkFailover: the timeline has ops, and the events file lists the kills and restarts
@@ -137,6 +140,37 @@ func TestSmokeZooKeeper(t *testing.T) {
 // TestSmokeCorral runs every experiment in --short mode against Corral (bin/corral). Until
 // the server exists and starts, it skips — unless CORRAL_BENCH_REQUIRE=1, when it fails.
 func TestSmokeCorral(t *testing.T) {
+	bin := smokeCorralBinary(t)
+	for _, sc := range smokeCases {
+		t.Run(sc.exp, func(t *testing.T) {
+			sc.args = append(sc.args, "--corral-bin", bin)
+			runSmoke(t, "corral", sc)
+		})
+	}
+}
+
+// TestSmokeMatrixCorral runs `matrix --short` against Corral only and checks that every one of
+// its rows produced a positive number (the smoke form of the side-by-side table; about 25 s).
+// It skips as TestSmokeCorral does.
+func TestSmokeMatrixCorral(t *testing.T) {
+	bin := smokeCorralBinary(t)
+	rows := runSmoke(t, "corral", smokeCase{"matrix", []string{"--corral-bin", bin}, "matrix.csv", "value", ""})
+	seen := map[string]bool{}
+	for _, r := range rows[1:] {
+		seen[r[3]] = true // the row column
+	}
+	for i := 1; i <= len(matrixSpecs); i++ {
+		if !seen[strconv.Itoa(i)] {
+			t.Errorf("matrix.csv has no row %d", i)
+		}
+	}
+}
+
+// smokeCorralBinary returns the corral binary for the smoke tests after checking that it starts
+// an ensemble; it skips the test when there is none or it does not start — unless
+// CORRAL_BENCH_REQUIRE=1, when it fails. It sets CORRAL_BIN for the test.
+func smokeCorralBinary(t *testing.T) string {
+	t.Helper()
 	require := os.Getenv("CORRAL_BENCH_REQUIRE") == "1"
 	unavailable := func(format string, args ...any) {
 		t.Helper()
@@ -157,12 +191,7 @@ func TestSmokeCorral(t *testing.T) {
 	}
 	c.Close()
 	t.Setenv("CORRAL_BIN", bin)
-	for _, sc := range smokeCases {
-		t.Run(sc.exp, func(t *testing.T) {
-			sc.args = append(sc.args, "--corral-bin", bin)
-			runSmoke(t, "corral", sc)
-		})
-	}
+	return bin
 }
 
 // TestCorralOptions checks the corralproc options the corral target asks for: the shape, the

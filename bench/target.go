@@ -111,6 +111,9 @@ func (c zkCluster) Follower(ctx context.Context) int {
 }
 func (c zkCluster) Close() error { return c.e.Close() }
 
+// Pid is server i's JVM process id, 0 when it is not running (matrix: RSS).
+func (c zkCluster) Pid(i int) int { return c.e.Pid(i) }
+
 // externalTarget is an ensemble someone else runs (--servers).
 type externalTarget struct {
 	addrs []string

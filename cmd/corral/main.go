@@ -44,7 +44,7 @@ func usage() {
 commands:
   server --config zoo.cfg   run one server (zoo.cfg keys as Apache ZooKeeper, plus corral.*)
   local                     run a local ensemble (default 3 servers, 4 shards, ports 2181-2183)
-  bench <experiment>        run a benchmark (throughput, failover, create, barrier, shards, sizing)
+  bench <experiment>        run a benchmark (throughput, failover, create, barrier, shards, sizing, matrix)
   members list|add|remove   list, add or remove servers online (through a server's admin port)
   move /path shard-id|new   move a subtree to another data shard online, or to a new one (through a server's admin port)
   shards list|add           list the data shards, or add one online (through a server's admin port)

@@ -1,0 +1,118 @@
+package bench
+
+import (
+	"bytes"
+	"os"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestMatrixFlags(t *testing.T) {
+	var sink bytes.Buffer
+	full, err := parseFlags("matrix", nil, &sink)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if full.Sizes[0] != 3 || full.Clients != 30 || full.Warmup != 2*time.Second || full.Duration != 5*time.Second ||
+		full.ZNodes != 200000 || full.Sessions != 9000 || full.MixedClient != clientAuto || full.CorralShards != 4 {
+		t.Errorf("full defaults: %+v", full)
+	}
+	short, err := parseFlags("matrix", []string{"--short"}, &sink)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if short.Warmup != 300*time.Millisecond || short.Duration != time.Second || short.ZNodes >= full.ZNodes ||
+		short.Sessions >= full.Sessions {
+		t.Errorf("short defaults: %+v", short)
+	}
+	for _, bad := range [][]string{
+		{"--rows", "13"}, {"--rows", "0"}, {"--rows", "x"}, {"--znodes", "0"}, {"--sessions", "-1"},
+		{"--mixed-client", "kazoo"}, {"--znodes", "many"},
+	} {
+		if _, err := parseFlags("matrix", bad, &sink); err == nil {
+			t.Errorf("%v accepted", bad)
+		}
+	}
+	c, err := parseFlags("matrix", []string{"--rows", "10,11", "--mixed-client", "go-zookeeper"}, &sink)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &env{cfg: c}
+	if rs := e.matrixRows(); len(rs) != 2 || rs[0].row != 10 || rs[1].row != 11 {
+		t.Errorf("--rows 10,11 selected %v", rs)
+	}
+	if got := matrixSpecs[5].clientOf(c); got != clientGoZK {
+		t.Errorf("row 6 with --mixed-client go-zookeeper uses %s", got)
+	}
+}
+
+func TestMatrixClientsAndCells(t *testing.T) {
+	auto := &Config{MixedClient: clientAuto}
+	for _, s := range matrixSpecs {
+		want := clientGoZK
+		switch s.row {
+		case 6:
+			want = clientCorral
+		case 11:
+			want = clientNone
+		}
+		if got := s.clientOf(auto); got != want {
+			t.Errorf("row %d uses %s, want %s", s.row, got, want)
+		}
+	}
+	row1 := matrixSpecs[0]
+	if got := matrixCell(row1, MatrixRow{Value: 0.52, P99Ms: 12.5}); got != "0.52 / 12.5 ms" {
+		t.Errorf("row 1 cell %q", got)
+	}
+	if got := matrixCell(matrixSpecs[1], MatrixRow{Value: 4321, Errors: 2}); got != "4.3k/s (2 errors)" {
+		t.Errorf("row 2 cell %q", got)
+	}
+	if got := matrixCell(matrixSpecs[9], MatrixRow{Value: 1, Err: "boom"}); got != "failed" {
+		t.Errorf("failed cell %q", got)
+	}
+}
+
+func TestMatrixSummaryRatios(t *testing.T) {
+	e := &env{cfg: &Config{Sizes: []int{3}, Clients: 30, ZNodes: 10, Sessions: 5, MixedClient: clientAuto,
+		DataSize: 1024, CorralShards: 4}}
+	rows := []MatrixRow{
+		{Target: "zookeeper", Servers: 3, Row: 1, Value: 2, P99Ms: 4},
+		{Target: "corral", Servers: 3, Row: 1, Value: 1, P99Ms: 3},
+		{Target: "zookeeper", Servers: 3, Row: 2, Value: 1000},
+		{Target: "corral", Servers: 3, Row: 2, Value: 3000},
+		{Target: "corral", Servers: 3, Row: 10, Err: "it broke"},
+	}
+	md := e.matrixSection(rows, []string{"zookeeper", "corral"}, 3)
+	for _, want := range []string{
+		"| 1. 1 client, 1 synchronous setData at a time: p50 / p99 [go-zookeeper] | 2.00 / 4.00 ms | 1.00 / 3.00 ms | 2.00× |",
+		"| 2. 30 clients, 1 synchronous setData at a time each [go-zookeeper] | 1.0k/s | 3.0k/s | 3.00× |",
+		"| not measured | failed | – |",
+		"failed: it broke",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("summary lacks %q:\n%s", want, md)
+		}
+	}
+}
+
+func TestMatrixHelpers(t *testing.T) {
+	kb, err := readRSS(os.Getpid())
+	if err != nil || kb <= 0 {
+		t.Errorf("readRSS(self) = %d, %v", kb, err)
+	}
+	if _, err := readRSS(0); err == nil {
+		t.Error("readRSS(0) succeeded")
+	}
+	lists := createdPaths([]string{"/a", "/b"}, 5)
+	if strings.Join(lists[0], ",") != "/a/n-0,/a/n-2,/a/n-4" || strings.Join(lists[1], ",") != "/b/n-1,/b/n-3" {
+		t.Errorf("createdPaths: %v", lists)
+	}
+	m := &matrixRun{shards: 4}
+	if note := m.placementNote(subtreeNames("/m-", 8)); !strings.Contains(note, "/m-0→") || !strings.Contains(note, "of 4 used") {
+		t.Errorf("placement note %q", note)
+	}
+	if note := (&matrixRun{}).placementNote([]string{"/x"}); note != "" {
+		t.Errorf("unsharded placement note %q", note)
+	}
+}
