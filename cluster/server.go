@@ -558,6 +558,7 @@ func (s *Server) startAdmin() {
 	mux.HandleFunc("/move", s.serveMove)
 	mux.HandleFunc("/members", s.serveMembers)
 	mux.HandleFunc("/members/", s.serveMembers)
+	mux.HandleFunc("/import/stats", s.serveImportStats)
 	mux.HandleFunc("/debug/pprof/", pprof.Index)
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)

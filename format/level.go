@@ -15,6 +15,9 @@ const (
 	// carry the epoch of the session's owner (batch flag Epochs) and the OpSessionOwner op that
 	// records a new owner's epoch on a shard.
 	Level2 Level = 2
+	// Level3 adds OpSetStat, which overwrites a znode's stat fields (an operator's import or
+	// restore, shard/setstat.go).
+	Level3 Level = 3
 )
 
 func (l Level) String() string { return fmt.Sprintf("level %d", uint32(l)) }

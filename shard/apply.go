@@ -178,6 +178,12 @@ func (s *State) applyOp(op *Op, zxid, time int64, events *[]Event) OpResult {
 		t.closeSession(op.Session)
 	case OpSessionOwner:
 		err = s.applySessionOwner(op.Session, op.Body)
+	case OpSetStat:
+		st, ok := decodeSetStat(op.Body)
+		if !ok {
+			return s.fail(res, wire.ErrMarshallingError)
+		}
+		err = t.setStat(&st)
 	default:
 		return s.fail(res, wire.ErrUnimplemented)
 	}

@@ -181,6 +181,10 @@ func opWrites(op *Op, f func(path string, withParent bool)) {
 		if r.Decode(d) == nil {
 			f(r.Path, false)
 		}
+	case OpSetStat:
+		if st, ok := decodeSetStat(op.Body); ok {
+			f(st.Path, false)
+		}
 	case wire.OpMulti:
 		var r wire.MultiRequest
 		if r.Decode(d) == nil {

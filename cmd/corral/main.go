@@ -24,6 +24,8 @@ func main() {
 		code = runMove(os.Args[2:])
 	case "shards":
 		code = runShards(os.Args[2:])
+	case "import":
+		code = runImport(os.Args[2:])
 	case "version", "--version", "-v":
 		fmt.Println("corral", version)
 	case "help", "-h", "--help":
@@ -48,6 +50,7 @@ commands:
   members list|add|remove   list, add or remove servers online (through a server's admin port)
   move /path shard-id|new   move a subtree to another data shard online, or to a new one (through a server's admin port)
   shards list|add           list the data shards, or add one online (through a server's admin port)
+  import --from zk:2181 ... copy a running ZooKeeper's tree (data, ACLs, stats) into Corral
   version                   print the version
 `)
 }
