@@ -235,7 +235,9 @@ func runZKWindow(ctx context.Context, prog *Progress, label string, workers int,
 	if interrupted {
 		return nil, ctx.Err()
 	}
-	res := mergeZKStats(st, b.at.Sub(a.at))
+	// Calls count by when they ended, against the nominal window: a late wake-up on a busy
+	// machine moves the CPU samples, not the window.
+	res := mergeZKStats(st, duration)
 	res.CPU = cpuBetween(a, b)
 	return res, nil
 }
@@ -265,6 +267,7 @@ type zkJob func(ctx context.Context, w, i int) (kind int, err error)
 // runZKCount has workers goroutines share n jobs (each takes the next index until all are
 // taken) and measures the time from the start until the last job returned; every job counts.
 // The run is aborted after limit (or when ctx ends): abort must make the blocked calls return.
+// After limit it returns what was done so far with an error wrapping errGaveUp.
 func runZKCount(ctx context.Context, prog *Progress, label string, workers, n int, limit time.Duration,
 	job zkJob, abort func()) (*LoadResult, error) {
 	rctx, cancel := context.WithTimeout(ctx, limit)
@@ -310,13 +313,16 @@ func runZKCount(ctx context.Context, prog *Progress, label string, workers, n in
 	if ctx.Err() != nil {
 		return nil, ctx.Err()
 	}
-	if rctx.Err() != nil {
-		return nil, fmt.Errorf("%d of %d done after %v: gave up", completed.Load(), n, limit)
-	}
 	res := mergeZKStats(st, b.at.Sub(t0))
 	res.CPU = cpuBetween(a, b)
+	if rctx.Err() != nil {
+		return res, fmt.Errorf("%w after %v with %d of %d done (%.0f/s)", errGaveUp, limit, res.Ops, n, res.OpsPerSec)
+	}
 	return res, nil
 }
+
+// errGaveUp marks a fixed amount of work that did not finish within its time limit.
+var errGaveUp = errors.New("gave up")
 
 // deleteNodes deletes each list of paths, in order, over a Corral client session of its own,
 // at most 256 requests in flight per list; paths that do not exist are skipped. It is the
