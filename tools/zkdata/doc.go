@@ -63,9 +63,12 @@
 //   - Stats (DataNode.copyStat): ZooKeeper persists cversion as the number of child creations;
 //     clients see 2×that − numChildren (creations plus deletions). A container's
 //     ephemeralOwner is math.MinInt64 and a TTL node's 0xff<<56 | ttl on disk; clients see 0.
-//   - Digests (DigestCalculator, NodeHashMapImpl): the tree digest, a sum of CRC-32s over each
-//     znode's path, data and stat outside /zookeeper/, is kept during the replay and compared
-//     with every digest ZooKeeper logged once the snapshot's fuzzy range is over.
+//   - Digests (DigestCalculator, NodeHashMapImpl, DataTree.compareSnapshotDigests): the tree
+//     digest, a sum of CRC-32s over each znode's path, data and persisted stat outside
+//     /zookeeper/, is kept during the replay and compared with the snapshot's digest when the
+//     replay reaches its zxid, then with the digest logged with every transaction. ZooKeeper
+//     stores a snapshot's digest while it may be applying the next transaction, so a mismatch
+//     there only counts if no later digest matches (see digestCheck).
 //
 // # Limits
 //

@@ -11,7 +11,12 @@ type FormatError struct {
 	// Uncompressed is set when Offset counts bytes after decompression.
 	Uncompressed bool
 	What         string
+	// Err is the cause when there is one: io.ErrUnexpectedEOF where the input ends early, or
+	// the decompressor's error.
+	Err error
 }
+
+func (e *FormatError) Unwrap() error { return e.Err }
 
 func (e *FormatError) Error() string {
 	where := "offset"

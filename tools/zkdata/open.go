@@ -18,10 +18,10 @@ type Report struct {
 	// from them (those after the snapshot).
 	Logs []LogFile
 	Txns int
-	// DigestsChecked counts the points where the tree's digest was compared with the one
-	// ZooKeeper stored (after the snapshot's digest zxid, and after each logged transaction
-	// from then on); DigestMismatches lists the zxids where they differed (at most 16). A
-	// mismatch means the tree differs from the one ZooKeeper had at that zxid.
+	// DigestsChecked counts the points where the tree's digest was compared with one
+	// ZooKeeper stored (at the snapshot's digest zxid, and after each logged transaction from
+	// then on); DigestMismatches lists the zxids where they differed (at most 16): there the
+	// tree differs from the one ZooKeeper had.
 	DigestsChecked   int
 	DigestMismatches []int64
 	// Warnings are the things ZooKeeper would log as warnings and go on.
@@ -122,26 +122,7 @@ func (t *Tree) replay(logs []dataFile, dg *snapDigest) error {
 	started := false
 	last, lastAt, lastFile := t.zxid, int64(-1), t.report.Snapshot.Path
 
-	// The snapshot's digest is compared when the replay reaches its zxid; until then the tree
-	// is fuzzy and logged digests are not compared (DataTree.compareSnapshotDigests). ZooKeeper
-	// stores that digest while it applies the next transaction, which the snapshot may already
-	// partly hold: a mismatch at the digest's own zxid can come from that and is a warning;
-	// from the next transaction on the digests must match.
-	if dg != nil && (dg.zxid < t.zxid || dg.version != digestVersion) {
-		dg = nil
-	}
-	racyZxid := int64(-1)
-	if dg != nil {
-		racyZxid = dg.zxid
-	}
-	checkSnap := func() {
-		if dg != nil && t.zxid == dg.zxid {
-			t.compareDigest(dg.zxid, dg.value, true)
-			dg = nil
-		}
-	}
-	checkSnap()
-
+	dc := newDigestCheck(t, dg)
 	for _, f := range logs {
 		fh, err := os.Open(f.path)
 		if err != nil {
@@ -158,7 +139,7 @@ func (t *Tree) replay(logs []dataFile, dg *snapDigest) error {
 				started = true
 			}
 			if z <= last && lastAt >= 0 {
-				return &FormatError{File: f.path, Offset: off, What: fmt.Sprintf("zxid %#x does not follow %#x (%s offset %d)", z, last, lastFile, lastAt)}
+				return &FormatError{File: f.path, Offset: off, What: fmt.Sprintf("zxid %#x does not follow %#x (%s)", z, last, where(lastFile, lastAt))}
 			}
 			if z>>32 == last>>32 && z != last+1 {
 				return &FormatError{File: f.path, Offset: off, What: fmt.Sprintf("transactions %#x to %#x are missing: the one before is %#x (%s)", last+1, z-1, last, where(lastFile, lastAt))}
@@ -168,10 +149,7 @@ func (t *Tree) replay(logs []dataFile, dg *snapDigest) error {
 			}
 			t.report.Txns++
 			last, lastAt, lastFile = z, off, f.path
-			checkSnap()
-			if dg == nil && e.hasDigest && e.digest.version == digestVersion {
-				t.compareDigest(z, e.digest.tree, z == racyZxid)
-			}
+			dc.applied(e)
 			return nil
 		})
 		fh.Close()
@@ -183,9 +161,7 @@ func (t *Tree) replay(logs []dataFile, dg *snapDigest) error {
 			t.warnf("%s: reading stopped at offset %d (%s) but non-zero bytes follow at offset %d; ZooKeeper ignores them too", lf.Path, lf.End, lf.Stop, lf.NonZeroAfter)
 		}
 	}
-	if dg != nil {
-		t.warnf("the snapshot's digest is for zxid %#x but the logs end at %#x: the snapshot may hold changes the logs do not explain", dg.zxid, t.zxid)
-	}
+	dc.done()
 	return nil
 }
 
@@ -194,17 +170,4 @@ func where(file string, off int64) string {
 		return file
 	}
 	return fmt.Sprintf("%s offset %d", file, off)
-}
-
-// compareDigest compares the tree's digest with the one ZooKeeper stored for zxid; racy says a
-// mismatch may come from ZooKeeper's own race between a snapshot and a transaction.
-func (t *Tree) compareDigest(zxid, want int64, racy bool) {
-	t.report.DigestsChecked++
-	switch {
-	case t.digest == want:
-	case racy:
-		t.warnf("the tree digest at zxid %#x differs from the one stored with the snapshot; ZooKeeper writes it while a transaction may be half applied, so only the later digests count", zxid)
-	case len(t.report.DigestMismatches) < 16:
-		t.report.DigestMismatches = append(t.report.DigestMismatches, zxid)
-	}
 }

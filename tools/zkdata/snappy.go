@@ -27,7 +27,7 @@ type snappyReader struct {
 const snappyHeaderSize = 16
 
 func newSnappyReader(r io.Reader, size int64) (*snappyReader, error) {
-	s := &snappyReader{r: bufio.NewReaderSize(r, 256<<10), size: size}
+	s := &snappyReader{r: bufio.NewReaderSize(r, 64<<10), size: size}
 	var h [snappyHeaderSize]byte
 	if _, err := io.ReadFull(s.r, h[:]); err != nil || !bytes.Equal(h[:len(snappyMagic)], snappyMagic) {
 		return nil, fmt.Errorf("expected a snappy-java stream header")

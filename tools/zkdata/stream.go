@@ -30,7 +30,13 @@ type stream struct {
 }
 
 func newStream(r io.Reader, file string, size int64, comp bool) *stream {
-	s := &stream{r: bufio.NewReaderSize(r, 1<<20), sum: adler32.New(), file: file, comp: comp, size: -1}
+	buf := 256 << 10
+	if comp {
+		buf = 64 << 10 // what the decompressor hands over at a time
+	} else if size >= 0 && size < int64(buf) {
+		buf = int(size) // bufio makes it at least 16 bytes, enough for fixed
+	}
+	s := &stream{r: bufio.NewReaderSize(r, buf), sum: adler32.New(), file: file, comp: comp, size: -1}
 	if !comp {
 		s.size = size
 	}
@@ -38,21 +44,16 @@ func newStream(r io.Reader, file string, size int64, comp bool) *stream {
 }
 
 // fail records a FormatError at off unless an error is recorded already.
-func (s *stream) fail(off int64, format string, args ...any) {
+func (s *stream) fail(off int64, format string, args ...any) { s.failErr(off, nil, format, args...) }
+
+func (s *stream) failErr(off int64, cause error, format string, args ...any) {
 	if s.err == nil {
-		s.err = &FormatError{File: s.file, Offset: off, Uncompressed: s.comp, What: fmt.Sprintf(format, args...)}
+		s.err = &FormatError{File: s.file, Offset: off, Uncompressed: s.comp, What: fmt.Sprintf(format, args...), Err: cause}
 	}
 }
 
-// eof reports whether the sticky error is a clean or short end of the input.
-func (s *stream) eof() bool { return errors.Is(s.err, errShort) }
-
-var errShort = errors.New("input ends early")
-
-// shortErr wraps errShort in a FormatError so that eof can tell an early end from bad content.
-type shortErr struct{ *FormatError }
-
-func (e shortErr) Unwrap() error { return errShort }
+// eof reports whether the input ended early.
+func (s *stream) eof() bool { return errors.Is(s.err, io.ErrUnexpectedEOF) }
 
 // fixed consumes n bytes (n <= 16) and returns them; nil after an error.
 func (s *stream) fixed(n int, what string) []byte {
@@ -62,10 +63,9 @@ func (s *stream) fixed(n int, what string) []byte {
 	b, err := s.r.Peek(n)
 	if len(b) < n {
 		if err == nil || err == io.EOF {
-			s.err = shortErr{&FormatError{File: s.file, Offset: s.off, Uncompressed: s.comp,
-				What: fmt.Sprintf("expected %s, the input ends after %d more bytes", what, len(b))}}
+			s.failErr(s.off, io.ErrUnexpectedEOF, "expected %s, the input ends after %d more bytes", what, len(b))
 		} else {
-			s.fail(s.off, "reading %s: %v", what, err)
+			s.failErr(s.off, err, "reading %s: %v", what, err)
 		}
 		return nil
 	}
@@ -104,8 +104,7 @@ func (s *stream) bytes(what string) []byte {
 		return nil
 	}
 	if s.size >= 0 && int64(n) > s.size-s.off {
-		s.err = shortErr{&FormatError{File: s.file, Offset: at, Uncompressed: s.comp,
-			What: fmt.Sprintf("%s of %d bytes runs past the end of the file", what, n)}}
+		s.failErr(at, io.ErrUnexpectedEOF, "%s of %d bytes runs past the end of the file", what, n)
 		return nil
 	}
 	var out []byte
@@ -136,11 +135,10 @@ func (s *stream) bytes(what string) []byte {
 
 func (s *stream) short(at int64, what string, want, got int, err error) {
 	if err == io.EOF || err == io.ErrUnexpectedEOF {
-		s.err = shortErr{&FormatError{File: s.file, Offset: at, Uncompressed: s.comp,
-			What: fmt.Sprintf("%s of %d bytes, the input ends after %d", what, want, got)}}
+		s.failErr(at, io.ErrUnexpectedEOF, "%s of %d bytes, the input ends after %d", what, want, got)
 		return
 	}
-	s.fail(at, "reading %s: %v", what, err)
+	s.failErr(at, err, "reading %s: %v", what, err)
 }
 
 // count reads a count, which must not be negative.

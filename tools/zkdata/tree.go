@@ -1,10 +1,8 @@
 package zkdata
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"math"
 	"sort"
 	"strings"
@@ -120,35 +118,9 @@ func (n *znode) stat() wire.Stat {
 	}
 }
 
-// digest is n's part of ZooKeeper's tree digest (DigestCalculator, version 2): the CRC-32 of
-// the path ("" for the root), the data and 60 bytes of persisted stat.
-func (n *znode) digest() int64 {
-	path := n.path
-	if path == "/" {
-		path = ""
-	}
-	var b [60]byte
-	binary.BigEndian.PutUint64(b[0:], uint64(n.czxid))
-	binary.BigEndian.PutUint64(b[8:], uint64(n.mzxid))
-	binary.BigEndian.PutUint64(b[16:], uint64(n.pzxid))
-	binary.BigEndian.PutUint64(b[24:], uint64(n.ctime))
-	binary.BigEndian.PutUint64(b[32:], uint64(n.mtime))
-	binary.BigEndian.PutUint32(b[40:], uint32(n.version))
-	binary.BigEndian.PutUint32(b[44:], uint32(n.cversion))
-	binary.BigEndian.PutUint32(b[48:], uint32(n.aversion))
-	binary.BigEndian.PutUint64(b[52:], uint64(n.owner))
-	h := crc32.NewIEEE()
-	h.Write([]byte(path))
-	h.Write(n.data)
-	h.Write(b[:])
-	return int64(h.Sum32())
-}
-
-// digestVersion is the only digest version this package computes (DigestCalculator).
-const digestVersion = 2
-
-// Tree is a ZooKeeper data tree at its last transaction, with the sessions alive then.
-// It is not safe for concurrent modification, but it is never modified after Open returns.
+// Tree is a ZooKeeper data tree at its last transaction, with the sessions alive then. Open
+// returns it complete and nothing modifies it afterwards: its methods are safe for concurrent
+// use.
 type Tree struct {
 	nodes      map[string]*znode // every node by path, the root as "/"
 	root       *znode
@@ -173,7 +145,7 @@ func newTree() *Tree {
 func (t *Tree) Zxid() int64 { return t.zxid }
 
 // Report says which files the tree was read from and what was noticed on the way.
-func (t *Tree) Report() *Report { return &t.report }
+func (t *Tree) Report() Report { return t.report }
 
 // Sessions lists the sessions alive at the last transaction, by id.
 func (t *Tree) Sessions() []Session {
@@ -183,13 +155,6 @@ func (t *Tree) Sessions() []Session {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
 	return out
-}
-
-// Len is the number of znodes, the root and /zookeeper's included.
-func (t *Tree) Len() int {
-	n := 0
-	t.walk(t.root, func(*znode) error { n++; return nil })
-	return n
 }
 
 // Get returns the znode at path, or nil.
@@ -270,18 +235,6 @@ func (t *Tree) put(z *znode) {
 	}
 	t.nodes[z.path] = z
 	t.addDigest(z)
-}
-
-func (t *Tree) addDigest(z *znode) {
-	if !strings.HasPrefix(z.path, "/zookeeper/") {
-		t.digest += z.digest()
-	}
-}
-
-func (t *Tree) unDigest(z *znode) {
-	if !strings.HasPrefix(z.path, "/zookeeper/") {
-		t.digest -= z.digest()
-	}
 }
 
 func (t *Tree) addEphemeral(z *znode) {
