@@ -83,10 +83,20 @@ func (s *Server) confirmMeta(ctx context.Context) {
 // server/readonly.go): it has not heard the session table's quorum (a completed catch-up round
 // on the meta shard) for the read bound, syncLimit × tickTime — ZooKeeper's follower gives up
 // on its leader after the same time. Without the key it is never read-only.
-func (s *Server) readOnly() bool { return s.cfg.ReadOnlyMode && s.metaCutOff() }
+func (s *Server) readOnly() bool { return s.cfg.ReadOnlyMode && s.metaUnconfirmed() }
 
-// metaCutOff reports whether the local replica of the meta shard (the session table) has not
-// completed a catch-up round for the read bound: it is cut off from its quorum.
-func (s *Server) metaCutOff() bool {
+// metaUnconfirmed reports whether the local replica of the meta shard (the session table) has
+// not completed a catch-up round for the read bound.
+func (s *Server) metaUnconfirmed() bool {
 	return time.Since(time.Unix(0, s.metaConfirmed.Load())) > s.maxReadAge()
+}
+
+// metaCutOff reports whether the local replica of the meta shard is cut off from its quorum:
+// unconfirmed for the read bound and without a leader it knows of (server/stuck.go).
+func (s *Server) metaCutOff() bool { return s.metaUnconfirmed() && s.leaderless(MetaShardID) }
+
+// leaderless reports whether this server's replica of a shard knows of no leader.
+func (s *Server) leaderless(shardID uint64) bool {
+	_, _, ok, err := s.nh.GetLeaderID(shardID)
+	return err == nil && !ok
 }

@@ -464,6 +464,7 @@ func (s *Server) startClientPort() error {
 		MaxReadAge:       s.maxReadAge(),
 		ReadOnly:         s.readOnly,
 		MetaCutOff:       s.metaCutOff,
+		Leaderless:       s.leaderless,
 	})
 	s.srvPtr.Store(s.client)
 	s.wg.Add(1)

@@ -34,12 +34,12 @@ func (c *conn) readView(sh *router.Shard, min int64) (v *shard.View, ok bool) {
 	}
 	if !fresh {
 		// This replica has not confirmed for the whole bound that it has what the shard
-		// committed (it is most likely cut off from the shard's quorum; the server confirms
-		// every replica every bound/4): one short catch-up round before answering, or close at
-		// once, so the client moves to a server that reaches the quorum (stuck.go).
-		grace := cutOffGrace(maxAge)
-		if t := c.writeTimeout(); t < grace {
-			grace = t
+		// committed: catch up before answering, or close. A replica cut off from its quorum
+		// (stuck.go) gets one short round, so the client soon moves to a server that reaches
+		// it; a slow one (a loaded server, a replica catching up) gets the session timeout.
+		grace := c.writeTimeout()
+		if g := cutOffGrace(maxAge); g < grace && c.s.cutOff(sh, c.reqNow) {
+			grace = g
 		}
 		fctx, fcancel := context.WithTimeout(context.Background(), grace)
 		err := r.EnsureFresh(fctx, sh, maxAge)

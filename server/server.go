@@ -50,10 +50,15 @@ type Options struct {
 	// ReadOnly, when set, reports whether the server has lost its quorum and is in read-only
 	// mode (readonlymode.enabled): it then serves only read-only clients (readonly.go).
 	ReadOnly func() bool
-	// MetaCutOff, when set, reports whether the local replica of the session table has not
-	// reached its quorum for MaxReadAge: a handshake then gets only a short attempt at the
-	// session table before its connection closes (stuck.go).
+	// MetaCutOff, when set, reports whether the local replica of the session table is cut off
+	// from its quorum (no confirmation for MaxReadAge, and no leader it knows of): a handshake
+	// then gets only a short attempt at the session table before its connection closes
+	// (stuck.go).
 	MetaCutOff func() bool
+	// Leaderless, when set, reports whether this server's replica of a data shard knows of no
+	// leader (it is campaigning): with no confirmation for MaxReadAge, requests on it close
+	// their connection soon (stuck.go).
+	Leaderless func(shardID uint64) bool
 }
 
 // Info is what four-letter words report about the server.

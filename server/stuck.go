@@ -11,16 +11,23 @@ import (
 // A server can keep its sessions' leases (the meta shard's quorum hears it) while one data
 // shard's quorum does not: in a bridge partition its replica of that shard has no leader it can
 // reach, and a request on that shard would wait as long as the fault lasts. ZooKeeper's
-// follower drops its clients once its leader has been silent for syncLimit × tickTime; Corral
-// treats a replica that has not confirmed, for that bound (server.Options.MaxReadAge), that it
-// reaches its shard's quorum (router.Shard.Age; every replica is confirmed every bound/4) as
-// cut off, and closes the connection of a request that waits on it for cutOffGrace: a read
-// that cannot catch up (route.go), the connection's oldest write (the watchdog, below), a
-// handshake while the session table's replica is cut off (handshakeTimeout). Its
-// client reconnects to a server that reaches the quorum, as after a lost server; the outcome of
-// its writes in flight is unknown to it (CONNECTIONLOSS), as in ZooKeeper. A slow request on a
-// confirmed replica (an election shorter than the bound, a move, overload) keeps its
-// connection.
+// follower drops its clients once its leader has been silent for syncLimit × tickTime. Corral
+// treats a replica as cut off when it has not confirmed, for that bound
+// (server.Options.MaxReadAge), that it reaches its shard's quorum (router.Shard.Age; every
+// replica is confirmed every bound/4) and it knows of no leader (it is campaigning, and the
+// other replicas refuse it an election); a replica that has a leader but confirms slowly (a
+// loaded machine, a replica catching up) is not cut off. A request that waits on a cut-off
+// replica for cutOffGrace closes its connection: a read that cannot catch up (route.go), the
+// connection's oldest write (the watchdog, below), a handshake while the session table's
+// replica is cut off (handshakeTimeout). Its client reconnects to a server that reaches the
+// quorum, as after a lost server; the outcome of its writes in flight is unknown to it
+// (CONNECTIONLOSS), as in ZooKeeper.
+
+// cutOff reports whether this server's replica of sh is cut off from its shard's quorum.
+func (s *Server) cutOff(sh *router.Shard, now time.Time) bool {
+	bound := s.o.MaxReadAge
+	return bound > 0 && sh.AgeAt(now) > bound && s.o.Leaderless != nil && s.o.Leaderless(sh.ID)
+}
 
 // handshakeTimeout bounds the session-table work of a handshake (creating or taking over a
 // session): cutOffGrace while the local replica of the table is cut off from its quorum, so a
@@ -35,11 +42,10 @@ func (s *Server) handshakeTimeout() time.Duration {
 
 // cutOffGrace is how long a request may wait on a cut-off replica before its connection is
 // closed: a round that the replica starts once its quorum is back takes milliseconds.
-func cutOffGrace(bound time.Duration) time.Duration { return bound / 8 }
+func cutOffGrace(bound time.Duration) time.Duration { return max(bound/8, 250*time.Millisecond) }
 
 // stuckOn returns the shard on which the connection's oldest unanswered write has waited
-// longer than cutOffGrace while this server's replica of it has not confirmed for bound, or
-// nil.
+// longer than cutOffGrace while this server's replica of it is cut off, or nil.
 func (c *conn) stuckOn(now time.Time, bound time.Duration) *router.Shard {
 	c.out.Lock()
 	defer c.out.Unlock()
@@ -51,7 +57,7 @@ func (c *conn) stuckOn(now time.Time, bound time.Duration) *router.Shard {
 		return nil
 	}
 	for _, sh := range head.on {
-		if sh.AgeAt(now) > bound {
+		if c.s.cutOff(sh, now) {
 			return sh
 		}
 	}
@@ -69,7 +75,7 @@ func (s *Server) dropStuck(conns []*conn, now time.Time) {
 		if sh == nil {
 			continue
 		}
-		s.o.Log.Warn("closing connection: its oldest write waits on a shard whose local replica has not reached the shard's quorum within the read bound",
+		s.o.Log.Warn("closing connection: its oldest write waits on a shard whose local replica is cut off from the shard's quorum (no leader, no confirmation within the read bound)",
 			"session", sessionHex(c.sessionID), "remote", c.nc.RemoteAddr().String(), "shard", sh.ID,
 			"replica_age", sh.AgeAt(now).Round(time.Millisecond).String(), "bound", bound.String())
 		s.o.Metrics.stuckDrops.Inc()

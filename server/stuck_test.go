@@ -13,9 +13,9 @@ import (
 
 // TestStuckWriteOnCutOffReplica is stuck.go's rule: a connection is dropped only when its
 // oldest unanswered write has waited longer than cutOffGrace AND the local replica of a shard
-// the write waits for has not confirmed its quorum for the bound. A slow write on a healthy
-// replica, a young write on a cut-off one and a request that waits on no shard keep their
-// connection.
+// the write waits for is cut off: not confirmed for the bound, and no leader known. A slow
+// write on a healthy replica, on an unconfirmed replica that has a leader, a young write on a
+// cut-off one and a request that waits on no shard keep their connection.
 func TestStuckWriteOnCutOffReplica(t *testing.T) {
 	r := router.New([]uint64{2, 3}, []uint8{1, 2}, router.PlaceSingle, nil)
 	r.SetSync(func(ctx context.Context, id uint64) error { return nil })
@@ -23,7 +23,9 @@ func TestStuckWriteOnCutOffReplica(t *testing.T) {
 	if err := r.EnsureFresh(context.Background(), healthy, time.Second); err != nil {
 		t.Fatal(err)
 	}
-	s := New(Options{ServerID: 1, Router: r, Hub: watchhub.New(watchhub.Options{}), Log: slog.New(slog.DiscardHandler)})
+	leaderless := map[uint64]bool{cut.ID: true}
+	s := New(Options{ServerID: 1, Router: r, Hub: watchhub.New(watchhub.Options{}), Log: slog.New(slog.DiscardHandler),
+		MaxReadAge: 5 * time.Second, Leaderless: func(id uint64) bool { return leaderless[id] }})
 	defer s.Close()
 	a, b := net.Pipe()
 	defer a.Close()
@@ -41,6 +43,28 @@ func TestStuckWriteOnCutOffReplica(t *testing.T) {
 		{"young write on a cut-off replica", 500 * time.Millisecond, []*router.Shard{cut}, nil},
 		{"old write on a confirmed replica", 6 * time.Second, []*router.Shard{healthy}, nil},
 		{"old request on no shard", 6 * time.Second, nil, nil},
+	} {
+		c := newConn(s, a)
+		sl := c.reserve("write", tc.on...)
+		sl.start = now.Add(-tc.age)
+		if got := c.stuckOn(now, bound); got != tc.stuck {
+			t.Errorf("%s: stuckOn = %v, want %v", tc.name, got, tc.stuck)
+		}
+		c.complete(sl, nil)
+		if got := c.stuckOn(now, bound); got != nil {
+			t.Errorf("%s: answered, stuckOn = shard %d", tc.name, got.ID)
+		}
+	}
+	// An unconfirmed replica that knows its leader (a loaded server, a replica catching up)
+	// is slow, not cut off.
+	leaderless[cut.ID] = false
+	for _, tc := range []struct {
+		name  string
+		age   time.Duration
+		on    []*router.Shard
+		stuck *router.Shard
+	}{
+		{"old write on an unconfirmed replica with a leader", time.Second, []*router.Shard{cut}, nil},
 	} {
 		c := newConn(s, a)
 		sl := c.reserve("write", tc.on...)
