@@ -20,6 +20,8 @@ import (
 func runImport(args []string) int {
 	fs := flag.NewFlagSet("import", flag.ContinueOnError)
 	from := fs.String("from", "", "source servers, host:port[,host:port...] (Apache ZooKeeper or any server of its protocol)")
+	dataDir := fs.String("zk-datadir", "", "instead of --from: a stopped Apache ZooKeeper's dataDir (holding version-2/ with snapshot.* and log.*)")
+	dataLogDir := fs.String("zk-datalogdir", "", "with --zk-datadir: ZooKeeper's dataLogDir, when it is another directory")
 	to := fs.String("to", "", "target Corral servers, host:port[,host:port...]")
 	admin := fs.String("admin", "", "admin address (admin.serverAddress:admin.serverPort) of a target server: the stats are set through it")
 	root := fs.String("path", "/", "copy only this subtree (its missing ancestors are created in the target)")
@@ -31,16 +33,18 @@ func runImport(args []string) int {
 	conc := fs.Int("concurrency", 64, "requests in flight on each side")
 	quiet := fs.Bool("quiet", false, "no progress lines")
 	fs.Usage = func() {
-		fmt.Fprint(os.Stderr, `usage: corral import --from HOSTS --to HOSTS --admin HOST:PORT [flags]
+		fmt.Fprint(os.Stderr, `usage: corral import --from HOSTS|--zk-datadir DIR --to HOSTS --admin HOST:PORT [flags]
 
-Copies every persistent znode of a running ZooKeeper ensemble (not /zookeeper, never an
-ephemeral) into Corral: data (null and empty kept apart), ACL and stat (version, cversion,
-aversion, zxids, times; the next sequential child gets the same name on both). Container and
-TTL znodes arrive persistent: ZooKeeper's client protocol does not tell them apart.
+Copies every persistent znode of a running ZooKeeper ensemble, or of a stopped one's data
+directory (not /zookeeper, never an ephemeral), into Corral: data (null and empty kept apart),
+ACL and stat (version, cversion, aversion, zxids, times; the next sequential child gets the
+same name on both). From a running ensemble, container and TTL znodes arrive persistent:
+ZooKeeper's client protocol does not tell them apart; a data directory does.
 
 examples:
   corral import --from zk1:2181,zk2:2181,zk3:2181 --to 127.0.0.1:2181 --admin 127.0.0.1:8080
   corral import --from zk1:2181 --path /kafka --auth digest:kafka:secret --to 127.0.0.1:2181 --admin 127.0.0.1:8080
+  corral import --zk-datadir /var/lib/zookeeper --to 127.0.0.1:2181 --admin 127.0.0.1:8080
   corral import --from zk1:2181 --dry-run
 
 flags:
@@ -50,13 +54,13 @@ flags:
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	if fs.NArg() != 0 || *from == "" || !*dry && (*to == "" || *admin == "") || *skip && *overwrite {
-		fmt.Fprintln(os.Stderr, "corral import: --from, and unless --dry-run --to and --admin, are required; --skip-existing and --overwrite exclude each other")
+	if fs.NArg() != 0 || (*from == "") == (*dataDir == "") || !*dry && (*to == "" || *admin == "") || *skip && *overwrite {
+		fmt.Fprintln(os.Stderr, "corral import: one of --from and --zk-datadir, and unless --dry-run --to and --admin, are required; --skip-existing and --overwrite exclude each other")
 		fs.Usage()
 		return 2
 	}
-	o := zkimport.Options{From: split(*from), To: split(*to), Admin: *admin, Path: *root, Auth: auth,
-		DryRun: *dry, Concurrency: *conc}
+	o := zkimport.Options{From: split(*from), DataDir: *dataDir, DataLogDir: *dataLogDir, To: split(*to), Admin: *admin,
+		Path: *root, Auth: auth, DryRun: *dry, Concurrency: *conc}
 	switch {
 	case *skip:
 		o.Existing = zkimport.Skip

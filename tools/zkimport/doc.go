@@ -1,8 +1,9 @@
 // Package zkimport copies a ZooKeeper tree into Corral: `corral import`.
 //
 // What it owns: reading a tree from a running ZooKeeper-compatible ensemble (Apache ZooKeeper,
-// or Corral itself) over the client protocol (source.go), writing it into Corral (sink.go) and
-// the run that ties them together with progress and a summary (import.go).
+// or Corral itself) over the client protocol, or from a stopped ZooKeeper's data directory
+// through tools/zkdata (source.go), writing it into Corral (sink.go) and the run that ties
+// them together with progress and a summary (import.go).
 //
 // The copy keeps every persistent znode's data (null and empty apart), its ACL, and its stat
 // as the source reports it: version, aversion, cversion (so the next sequential child gets the
@@ -13,5 +14,6 @@
 // then its stat, which Corral's admin endpoint POST /import/stats sets verbatim
 // (shard.OpSetStat, format level 3). The client protocol cannot tell a container or TTL
 // znode from a persistent one (ZooKeeper reports ephemeralOwner 0 for both), so a live import
-// creates them persistent; the offline import from a data directory knows their types.
+// creates them persistent; an import from a data directory knows their types and creates them
+// as such.
 package zkimport

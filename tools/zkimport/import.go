@@ -18,7 +18,12 @@ import (
 
 // Options configure one import.
 type Options struct {
-	From  []string // source servers (host:port)
+	From []string // source servers (host:port); or DataDir
+	// DataDir (and DataLogDir, when ZooKeeper's dataLogDir is another directory) is a stopped
+	// Apache ZooKeeper's data directory to read instead of a running ensemble: its newest valid
+	// snapshot and later transaction logs (tools/zkdata). It also knows containers and TTL
+	// nodes, which arrive as such.
+	DataDir, DataLogDir string
 	To    []string // target Corral servers (host:port); unused with DryRun
 	Admin string   // a target server's admin address (host:port), for the stats; unused with DryRun
 	// Path is the root of the subtree to copy (default "/": everything but /zookeeper). Its
@@ -66,11 +71,22 @@ func Run(ctx context.Context, o Options) (Summary, error) {
 	if o.Path != "/" && (strings.HasSuffix(o.Path, "/") || !strings.HasPrefix(o.Path, "/") || path.Clean(o.Path) != o.Path) {
 		return Summary{}, fmt.Errorf("--path %q: want an absolute znode path such as /kafka", o.Path)
 	}
-	src, err := connect(o.From, o.Auth, o.SessionTimeout)
-	if err != nil {
-		return Summary{}, fmt.Errorf("source: %w", err)
+	if (o.DataDir == "") == (len(o.From) == 0) {
+		return Summary{}, errors.New("give either source servers or a ZooKeeper data directory")
 	}
-	defer src.Close()
+	var src *zk.Conn
+	var offline [][]*Node
+	var err error
+	if o.DataDir != "" {
+		if offline, _, err = dataDirLevels(o.DataDir, o.DataLogDir, o.Path); err != nil {
+			return Summary{}, fmt.Errorf("source: %w", err)
+		}
+	} else {
+		if src, err = connect(o.From, o.Auth, o.SessionTimeout); err != nil {
+			return Summary{}, fmt.Errorf("source: %w", err)
+		}
+		defer src.Close()
+	}
 	var dst *zk.Conn
 	if !o.DryRun {
 		if dst, err = connect(o.To, o.Auth, o.SessionTimeout); err != nil {
@@ -83,7 +99,11 @@ func Run(ctx context.Context, o Options) (Summary, error) {
 	}
 	r := &run{o: o, src: src, dst: dst}
 	stop := r.reportProgress(start)
-	err = r.copyTree(ctx)
+	if offline != nil {
+		err = r.copyLevels(ctx, offline)
+	} else {
+		err = r.copyTree(ctx)
+	}
 	stop()
 	if err == nil && !o.DryRun {
 		if err = r.finish(ctx); err == nil {
@@ -149,6 +169,21 @@ func (r *run) copyTree(ctx context.Context) error {
 	return nil
 }
 
+// copyLevels creates nodes read from a data directory, level by level.
+func (r *run) copyLevels(ctx context.Context, levels [][]*Node) error {
+	for _, level := range levels {
+		err := r.eachNode(ctx, level, func(n *Node) error {
+			r.read.Add(1)
+			r.bytes.Add(int64(len(n.Data)))
+			return r.copyNode(n)
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // copyNode creates n in the target and keeps what finish needs. The root "/" is not copied:
 // the target's root keeps its ACL and stat.
 func (r *run) copyNode(n *Node) error {
@@ -206,10 +241,19 @@ func nodePaths(ns []*Node) []string {
 
 // each runs f on every path with up to Concurrency calls at once and returns the first error.
 func (r *run) each(ctx context.Context, paths []string, f func(string) error) error {
-	sem := make(chan struct{}, r.o.Concurrency)
+	return parallel(ctx, r.o.Concurrency, paths, f)
+}
+
+func (r *run) eachNode(ctx context.Context, nodes []*Node, f func(*Node) error) error {
+	return parallel(ctx, r.o.Concurrency, nodes, f)
+}
+
+// parallel runs f on every item with up to n calls at once and returns the first error.
+func parallel[T any](ctx context.Context, n int, items []T, f func(T) error) error {
+	sem := make(chan struct{}, n)
 	var wg sync.WaitGroup
 	var first atomic.Pointer[error]
-	for _, p := range paths {
+	for _, p := range items {
 		if first.Load() != nil {
 			break
 		}

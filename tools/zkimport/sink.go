@@ -14,6 +14,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/corral/corral/cluster"
+	"github.com/corral/corral/tools/zkdata"
 )
 
 // openACL is what nodes are created with, so that a restrictive ACL on a parent cannot stop
@@ -44,10 +45,21 @@ const (
 // create makes n in the target with the source's data and an open ACL; what it does with an
 // existing node is existing's choice.
 func create(c *zk.Conn, n *Node, existing Existing) (outcome, error) {
-	_, err := c.Create(n.Path, n.Data, 0, openACL)
+	var err error
+	switch n.Kind {
+	case zkdata.Container:
+		_, err = c.CreateContainer(n.Path, n.Data, zk.FlagContainer, openACL)
+	case zkdata.TTL:
+		_, err = c.CreateTTL(n.Path, n.Data, zk.FlagTTL, openACL, time.Duration(n.TTL)*time.Millisecond)
+	default:
+		_, err = c.Create(n.Path, n.Data, 0, openACL)
+	}
 	switch {
 	case err == nil:
 		return created, nil
+	case n.Kind == zkdata.TTL && !errors.Is(err, zk.ErrNodeExists):
+		// go-zookeeper reports ZooKeeper's UNIMPLEMENTED as an unknown error -6.
+		return 0, fmt.Errorf("creating the TTL node %s in the target: %w (a server refuses TTL nodes unless its zoo.cfg sets zookeeper.extendedTypesEnabled=true, as the source's does)", n.Path, err)
 	case !errors.Is(err, zk.ErrNodeExists):
 		return 0, fmt.Errorf("creating %s in the target: %w", n.Path, err)
 	}
