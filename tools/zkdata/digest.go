@@ -14,39 +14,37 @@ import (
 // digestVersion is the only digest version this package computes (DigestCalculator).
 const digestVersion = 2
 
-// digest is n's part of ZooKeeper's tree digest (DigestCalculator, version 2): the CRC-32 of
-// the path ("" for the root), the data and 60 bytes of persisted stat.
-func (n *znode) digest() int64 {
-	path := n.path
-	if path == "/" {
-		path = ""
+// nodeDigest is z's part of ZooKeeper's tree digest (DigestCalculator, version 2): the CRC-32
+// of the path ("" for the root), the data and 60 bytes of persisted stat.
+func (t *Tree) nodeDigest(z *znode) int64 {
+	b := t.scratch[:0]
+	if z.path != "/" {
+		b = append(b, z.path...)
 	}
-	var b [60]byte
-	binary.BigEndian.PutUint64(b[0:], uint64(n.czxid))
-	binary.BigEndian.PutUint64(b[8:], uint64(n.mzxid))
-	binary.BigEndian.PutUint64(b[16:], uint64(n.pzxid))
-	binary.BigEndian.PutUint64(b[24:], uint64(n.ctime))
-	binary.BigEndian.PutUint64(b[32:], uint64(n.mtime))
-	binary.BigEndian.PutUint32(b[40:], uint32(n.version))
-	binary.BigEndian.PutUint32(b[44:], uint32(n.cversion))
-	binary.BigEndian.PutUint32(b[48:], uint32(n.aversion))
-	binary.BigEndian.PutUint64(b[52:], uint64(n.owner))
-	h := crc32.NewIEEE()
-	h.Write([]byte(path))
-	h.Write(n.data)
-	h.Write(b[:])
-	return int64(h.Sum32())
+	crc := crc32.ChecksumIEEE(b)
+	crc = crc32.Update(crc, crc32.IEEETable, z.data)
+	b = binary.BigEndian.AppendUint64(b[:0], uint64(z.czxid))
+	b = binary.BigEndian.AppendUint64(b, uint64(z.mzxid))
+	b = binary.BigEndian.AppendUint64(b, uint64(z.pzxid))
+	b = binary.BigEndian.AppendUint64(b, uint64(z.ctime))
+	b = binary.BigEndian.AppendUint64(b, uint64(z.mtime))
+	b = binary.BigEndian.AppendUint32(b, uint32(z.version))
+	b = binary.BigEndian.AppendUint32(b, uint32(z.cversion))
+	b = binary.BigEndian.AppendUint32(b, uint32(z.aversion))
+	b = binary.BigEndian.AppendUint64(b, uint64(z.owner))
+	t.scratch = b
+	return int64(crc32.Update(crc, crc32.IEEETable, b))
 }
 
 func (t *Tree) addDigest(z *znode) {
 	if !strings.HasPrefix(z.path, "/zookeeper/") {
-		t.digest += z.digest()
+		t.digest += t.nodeDigest(z)
 	}
 }
 
 func (t *Tree) unDigest(z *znode) {
 	if !strings.HasPrefix(z.path, "/zookeeper/") {
-		t.digest -= z.digest()
+		t.digest -= t.nodeDigest(z)
 	}
 }
 

@@ -99,6 +99,11 @@ func (s *stream) bytes(what string) []byte {
 	if s.err != nil || n == -1 {
 		return nil
 	}
+	return s.bytesOf(at, n, what)
+}
+
+// bytesOf reads the n bytes of a buffer whose length, at at, was read already.
+func (s *stream) bytesOf(at int64, n int32, what string) []byte {
 	if n < 0 {
 		s.fail(at, "expected %s length, found %d", what, n)
 		return nil
@@ -154,8 +159,26 @@ func (s *stream) count(what string) int32 {
 
 // string reads a jute ustring; null reports ok=false.
 func (s *stream) string(what string) (string, bool) {
-	b := s.bytes(what)
-	return string(b), b != nil
+	at := s.off
+	n := s.int32(what + " length")
+	if s.err != nil || n == -1 {
+		return "", false
+	}
+	if n < 0 || int(n) > s.r.Size() {
+		// Invalid, or longer than the read buffer.
+		b := s.bytesOf(at, n, what)
+		return string(b), b != nil
+	}
+	b, err := s.r.Peek(int(n))
+	if len(b) < int(n) {
+		s.short(at, what, int(n), len(b), err)
+		return "", false
+	}
+	s.sum.Write(b)
+	str := string(b)
+	s.r.Discard(int(n))
+	s.off += int64(n)
+	return str, true
 }
 
 // acls reads a vector of ACL entries; a null vector is an error (ReferenceCountedACLCache

@@ -128,7 +128,8 @@ type Tree struct {
 	sessions   map[int64]int32
 	ephemerals map[int64]map[string]struct{} // paths by owning session (ordinary ephemerals)
 	zxid       int64
-	digest     int64 // sum of node digests outside /zookeeper/ (NodeHashMapImpl)
+	digest     int64  // sum of node digests outside /zookeeper/ (NodeHashMapImpl)
+	scratch    []byte // for nodeDigest
 	report     Report
 }
 

@@ -67,7 +67,8 @@ type entry struct {
 // TxnDigest) as SerializeUtils.deserializeTxn does: a create too short for CreateTxn is read as
 // CreateTxnV0, a closeSession too short for CloseSessionTxn as one without a body (ZooKeeper
 // before 3.6), and a digest is read when at least its 12 bytes follow the record. Data and ACL
-// slices alias b. Errors say what was expected where, relative to the start of b.
+// slices alias b. Errors say what was expected; the offsets in them count from the end of the
+// TxnHeader.
 func decodeEntry(b []byte) (entry, error) {
 	var e entry
 	d := wire.NewDecoder(b)
