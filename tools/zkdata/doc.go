@@ -77,6 +77,12 @@
 // /zookeeper/quota are as last stored: ZooKeeper recomputes them in memory. Buffer lengths are
 // not held to jute.maxbuffer, which the files do not record.
 //
+// Where ZooKeeper would go on with a tree it cannot vouch for, Open stops with an error: a gap
+// in the zxids inside an epoch (a log cut short before a later log, or logs removed), a zxid
+// that goes back, a multi sub-transaction that does not decode (ZooKeeper drops the rest of the
+// multi), a snapshot listing a znode twice. A log shorter than its header, which ZooKeeper
+// refuses to start with, is read as empty.
+//
 // Memory: the tree is held in memory, as ZooKeeper holds it; node data read from a log shares
 // memory with its log entry, and ACL lists are shared between znodes.
 package zkdata
