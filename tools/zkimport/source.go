@@ -76,6 +76,12 @@ func dataDirLevels(dataDir, dataLogDir, root string) ([][]*Node, int, error) {
 	if err != nil {
 		return nil, 0, err
 	}
+	if m := t.Report().DigestMismatches; len(m) > 0 {
+		// ZooKeeper logs a tree digest with its transactions; a replay that does not reach it
+		// did not rebuild the tree ZooKeeper had.
+		return nil, 0, fmt.Errorf("%s: the replayed tree differs from the digest ZooKeeper logged at zxid 0x%x (%d mismatches): not importing it",
+			dataDir, m[0], len(m))
+	}
 	if t.Get(root) == nil {
 		return nil, 0, fmt.Errorf("%s: no znode %s at zxid 0x%x", dataDir, root, t.Zxid())
 	}
