@@ -403,7 +403,7 @@ func (c *conn) handshake(r *bufio.Reader) bool {
 		c.lastZxid.Store(req.LastZxidSeen)
 		return c.readOnlyHandshake(&req, timeout)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), c.s.handshakeTimeout())
+	ctx, cancel := context.WithTimeout(context.Background(), c.s.handshakeTimeout(timeout))
 	defer cancel()
 	if req.LastZxidSeen > c.s.o.Router.LastZxid() {
 		// The client has seen more than this server applied: catch up instead of refusing.

@@ -32,26 +32,17 @@ func (c *conn) readView(sh *router.Shard, min int64) (v *shard.View, ok bool) {
 	if v = sh.View(); v != nil && v.Zxid() >= d && !c.watched.Load() && fresh {
 		return v, true // fast path: nothing to wait for
 	}
+	ctx, cancel := context.WithTimeout(context.Background(), c.writeTimeout())
+	defer cancel()
 	if !fresh {
 		// This replica has not confirmed for the whole bound that it has what the shard
-		// committed: catch up before answering, or close. A replica cut off from its quorum
-		// (stuck.go) gets one short round, so the client soon moves to a server that reaches
-		// it; a slow one (a loaded server, a replica catching up) gets the session timeout.
-		grace := c.writeTimeout()
-		if g := cutOffGrace(maxAge); g < grace && c.s.cutOff(sh, c.reqNow) {
-			grace = g
-		}
-		fctx, fcancel := context.WithTimeout(context.Background(), grace)
-		err := r.EnsureFresh(fctx, sh, maxAge)
-		fcancel()
-		if err != nil {
+		// committed: catch up before answering, or close.
+		if err := c.catchUp(ctx, sh, func(ctx context.Context) error { return r.EnsureFresh(ctx, sh, maxAge) }); err != nil {
 			c.catchUpFailed(sh, err)
 			return nil, false
 		}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), c.writeTimeout())
-	defer cancel()
-	if err := r.EnsureClosed(ctx, sh, d); err != nil {
+	if err := c.catchUp(ctx, sh, func(ctx context.Context) error { return r.EnsureClosed(ctx, sh, d) }); err != nil {
 		c.catchUpFailed(sh, err)
 		return nil, false
 	}
@@ -61,13 +52,26 @@ func (c *conn) readView(sh *router.Shard, min int64) (v *shard.View, ok bool) {
 			if o == sh {
 				continue
 			}
-			if err := r.EnsureClosed(ctx, o, v.Zxid()); err != nil {
+			if err := c.catchUp(ctx, o, func(ctx context.Context) error { return r.EnsureClosed(ctx, o, v.Zxid()) }); err != nil {
 				c.catchUpFailed(o, err)
 				return nil, false
 			}
 		}
 	}
 	return v, true
+}
+
+// catchUp runs a catch-up of sh within ctx (the session timeout), or within cutOffGrace when
+// this server's replica of sh is cut off from its quorum (stuck.go), so that the client soon
+// moves to a server that reaches it; a slow replica (a loaded server, one catching up) gets
+// the whole session timeout.
+func (c *conn) catchUp(ctx context.Context, sh *router.Shard, f func(context.Context) error) error {
+	if c.s.cutOff(sh, c.reqNow) {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, cutOffGrace(c.s.o.MaxReadAge))
+		defer cancel()
+	}
+	return f(ctx)
 }
 
 // viewFor returns the shard serving path and a view of it a read of this connection may use

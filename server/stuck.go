@@ -30,14 +30,16 @@ func (s *Server) cutOff(sh *router.Shard, now time.Time) bool {
 }
 
 // handshakeTimeout bounds the session-table work of a handshake (creating or taking over a
-// session): cutOffGrace while the local replica of the table is cut off from its quorum, so a
-// client tries another server at once, as a ZooKeeper server that is not serving closes new
-// connections at once; otherwise the largest session timeout.
-func (s *Server) handshakeTimeout() time.Duration {
+// session with negotiated timeout t): half of t (at least a second), since a client that
+// waits longer has most likely given up on this server already, and cutOffGrace while the
+// local replica of the table is cut off from its quorum, as a ZooKeeper server that is not
+// serving closes new connections at once. Either way the client then tries another server.
+// One commit on the meta shard, which is what the work takes, is milliseconds.
+func (s *Server) handshakeTimeout(t time.Duration) time.Duration {
 	if s.o.MetaCutOff != nil && s.o.MaxReadAge > 0 && s.o.MetaCutOff() {
 		return cutOffGrace(s.o.MaxReadAge)
 	}
-	return s.o.MaxTimeout
+	return min(s.o.MaxTimeout, max(t/2, time.Second))
 }
 
 // cutOffGrace is how long a request may wait on a cut-off replica before its connection is

@@ -79,16 +79,23 @@ func TestStuckWriteOnCutOffReplica(t *testing.T) {
 	}
 }
 
-// TestHandshakeOnCutOffSessionTable: while the session table's replica is cut off, a handshake
-// gets only the short grace at the table, so its client tries another server at once.
+// TestHandshakeOnCutOffSessionTable: a handshake waits at most half the session timeout for
+// the session table (at least a second, at most the largest session timeout), and only the
+// short grace while the table's replica is cut off, so its client soon tries another server.
 func TestHandshakeOnCutOffSessionTable(t *testing.T) {
 	cut := false
 	s := &Server{o: Options{MaxTimeout: 40 * time.Second, MaxReadAge: 10 * time.Second, MetaCutOff: func() bool { return cut }}}
-	if got := s.handshakeTimeout(); got != 40*time.Second {
-		t.Errorf("reaching the quorum: handshake timeout %v, want the largest session timeout", got)
+	for _, tc := range []struct{ session, want time.Duration }{
+		{4 * time.Second, 2 * time.Second},
+		{time.Second, time.Second},
+		{120 * time.Second, 40 * time.Second},
+	} {
+		if got := s.handshakeTimeout(tc.session); got != tc.want {
+			t.Errorf("reaching the quorum, session timeout %v: handshake timeout %v, want %v", tc.session, got, tc.want)
+		}
 	}
 	cut = true
-	if got := s.handshakeTimeout(); got != 1250*time.Millisecond {
+	if got := s.handshakeTimeout(4 * time.Second); got != 1250*time.Millisecond {
 		t.Errorf("cut off: handshake timeout %v, want bound/8", got)
 	}
 }
