@@ -62,3 +62,13 @@ bench: build deps
 
 clean:
 	rm -rf bin data
+
+# A container image FROM scratch holding only the static bin/corral (deploy/Dockerfile; nothing
+# is pulled). deploy/compose.yaml runs a 3-server ensemble from it (docs/operations.md,
+# "Dashboards, alerts and containers").
+IMAGE ?= corral:latest
+.PHONY: image
+image: build
+	@ctx=$$(mktemp -d) && trap 'rm -rf "$$ctx"' EXIT && \
+		cp bin/corral "$$ctx/corral" && mkdir "$$ctx/data" && \
+		docker build -t $(IMAGE) -f deploy/Dockerfile "$$ctx"
