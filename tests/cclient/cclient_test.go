@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -36,17 +37,20 @@ func transcript(t *testing.T, addr string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var outBuf strings.Builder
+	var outBuf lockedBuffer
 	cmd.Stdout, cmd.Stderr = &outBuf, &outBuf
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	// cli_mt runs commands asynchronously and quits without waiting for them; pace the input so
-	// each command's answer is printed before the next command (and the quit) is sent.
+	// each command's answer is printed before the next command (and the quit) is sent: at least
+	// 300 ms, then until the output has been quiet for 150 ms (150 ms flat was too short on a
+	// loaded machine, and the transcripts then interleaved differently).
 	time.Sleep(500 * time.Millisecond)
 	for _, c := range script {
 		stdin.Write([]byte(c + "\n"))
-		time.Sleep(150 * time.Millisecond)
+		time.Sleep(300 * time.Millisecond)
+		settle(&outBuf, 150*time.Millisecond, 3*time.Second)
 	}
 	stdin.Write([]byte("quit\n"))
 	stdin.Close()
@@ -64,6 +68,45 @@ func transcript(t *testing.T, addr string) string {
 		keep = append(keep, line)
 	}
 	return strings.Join(sortChildRuns(keep), "\n")
+}
+
+// settle returns once out has not changed for quiet, or after limit.
+func settle(out *lockedBuffer, quiet, limit time.Duration) {
+	deadline := time.Now().Add(limit)
+	last, since := out.Len(), time.Now()
+	for time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+		if n := out.Len(); n != last {
+			last, since = n, time.Now()
+		}
+		if time.Since(since) >= quiet {
+			return
+		}
+	}
+}
+
+// lockedBuffer is an output buffer the command writes while the test reads its length.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) Len() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Len()
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
 
 // sortChildRuns sorts each run of consecutive bare names (the children ls prints): ZooKeeper
