@@ -493,13 +493,12 @@ func (s *Server) info() server.Info {
 	var lines []string
 	for _, sh := range s.router.Shards() {
 		if v := sh.View(); v != nil {
-			n := v.CountDescendants("/")
+			nodes += v.Len() // every znode this shard serves (a top-level node's stub on the root shard is not one)
 			if _, ok := v.Get("/"); ok {
 				// ZooKeeper's DataTree holds the root under two names ("" and "/"), and its
 				// node count (srvr, mntr) counts both.
-				n += 2
+				nodes++
 			}
-			nodes += n
 		}
 		lid, term, ok, _ := s.nh.GetLeaderID(sh.ID)
 		lines = append(lines, fmt.Sprintf("corral_shard_leader{shard=\"%d\"}\t%d\ncorral_shard_term{shard=\"%d\"}\t%d\ncorral_shard_has_leader{shard=\"%d\"}\t%v",
