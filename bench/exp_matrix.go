@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -21,7 +22,9 @@ import (
 // measured on both targets in one run, with clients that behave like real ones (go-zookeeper,
 // blocking calls; see exp_matrix_zk.go). Rows 1-9 run on one ensemble per target after the
 // usual prepare and warm-up; rows 10-12 on a second, fresh ensemble, so that row 11's "before"
-// is an idle server and not the heap high-water mark of the load rows.
+// is an idle server and not the heap high-water mark of the load rows. The targets' ensembles
+// run side by side, each row is measured on every target before the next, and the ensembles
+// not being measured are paused (matrixPart, exp_matrix_pause.go).
 
 const (
 	matrixInflight  = 32       // rows 8-10: creates in flight on the one session
@@ -190,49 +193,14 @@ type matrixRun struct {
 	rssBefore, rssAfter []int64
 	rssErr              error
 	bulkOps             int64
+	// pausing while another target is measured (exp_matrix_pause.go)
+	paused        bool
+	probes        []string
+	unpausedPeers string
 }
 
 func runMatrix(ctx context.Context, e *env) error {
 	e.echoSummary = true
-	var rows []MatrixRow
-	for _, n := range e.cfg.Sizes {
-		for _, t := range e.targets {
-			rows = append(rows, e.matrixTarget(ctx, t, n)...)
-			if ctx.Err() != nil {
-				return errors.Join(ctx.Err(), e.reportMatrix(rows))
-			}
-		}
-	}
-	return e.reportMatrix(rows)
-}
-
-// matrixTarget measures every row on target t with n servers: rows 1-9 on one ensemble, rows
-// 10-12 on a fresh one. A row that fails is recorded (with its error) and the next one runs.
-func (e *env) matrixTarget(ctx context.Context, t Target, n int) []MatrixRow {
-	shape := e.shape(n)
-	m := &matrixRun{e: e, t: t, servers: n}
-	if t.Sharded() {
-		m.shards = shape.Shards
-	}
-	var rows []MatrixRow
-	part := func(specs []matrixSpec, prepare func(Cluster) error) {
-		err := e.withCluster(ctx, t, shape, func(c Cluster) error {
-			m.c, m.addrs = c, c.Addrs()
-			if err := prepare(c); err != nil {
-				return err
-			}
-			for _, s := range specs {
-				if ctx.Err() != nil {
-					return ctx.Err()
-				}
-				rows = append(rows, m.runRow(ctx, s))
-			}
-			return nil
-		})
-		if err != nil {
-			e.fail(t, fmt.Sprintf("matrix rows %d-%d with %d servers", specs[0].row, specs[len(specs)-1].row, n), err)
-		}
-	}
 	var first, fresh []matrixSpec
 	for _, s := range e.matrixRows() {
 		if s.row < matrixFresh {
@@ -241,11 +209,85 @@ func (e *env) matrixTarget(ctx context.Context, t Target, n int) []MatrixRow {
 			fresh = append(fresh, s)
 		}
 	}
-	if len(first) > 0 {
-		part(first, func(c Cluster) error { return e.prepareAndWarm(ctx, t, c) })
+	var rows []MatrixRow
+	for _, n := range e.cfg.Sizes {
+		if len(first) > 0 {
+			rows = append(rows, e.matrixPart(ctx, n, first, true)...)
+		}
+		if len(fresh) > 0 && ctx.Err() == nil {
+			rows = append(rows, e.matrixPart(ctx, n, fresh, false)...)
+		}
+		if ctx.Err() != nil {
+			return errors.Join(ctx.Err(), e.reportMatrix(rows))
+		}
 	}
-	if len(fresh) > 0 && ctx.Err() == nil {
-		part(fresh, func(Cluster) error { return nil })
+	return e.reportMatrix(rows)
+}
+
+// matrixPart measures specs on every target with n servers. It starts one fresh ensemble per
+// target (one after another; with prepare, each gets the usual znodes and cluster warm-up),
+// then runs each row on every target in turn before the next row: on a machine whose other
+// load comes and goes, the targets' numbers for one row are then seconds to minutes apart, not
+// a whole matrix apart. While a target is measured the other ensembles are paused (focus). A
+// target that does not start is recorded as failed and left out; a row that fails is recorded
+// (with its error) and the next one runs.
+func (e *env) matrixPart(ctx context.Context, n int, specs []matrixSpec, prepare bool) []MatrixRow {
+	what := fmt.Sprintf("matrix rows %d-%d with %d servers", specs[0].row, specs[len(specs)-1].row, n)
+	var runs []*matrixRun
+	defer func() {
+		for _, m := range runs {
+			e.prog.Stage("%s: stopping", m.t.Name())
+			if m.paused {
+				m.signal(syscall.SIGCONT) // a stopped process would not act on SIGTERM
+			}
+			m.c.Close()
+		}
+	}()
+	for _, t := range e.targets {
+		if ctx.Err() != nil {
+			return nil
+		}
+		shape := e.shape(n)
+		c, err := e.startCluster(ctx, t, shape)
+		if err != nil {
+			e.fail(t, what, err)
+			continue
+		}
+		m := &matrixRun{e: e, t: t, servers: n, c: c, addrs: c.Addrs()}
+		if t.Sharded() {
+			m.shards = shape.Shards
+		}
+		m.probes = probePaths(m.shards)
+		err = ensureNodes(ctx, m.addrs, m.probes)
+		if err == nil && prepare {
+			err = e.prepareAndWarm(ctx, t, c)
+		}
+		if err != nil {
+			e.fail(t, what, err)
+			c.Close()
+			continue
+		}
+		runs = append(runs, m)
+	}
+	var rows []MatrixRow
+	for _, s := range specs {
+		for _, m := range runs {
+			if ctx.Err() != nil {
+				return rows
+			}
+			if len(runs) > 1 {
+				if err := focus(ctx, runs, m); err != nil {
+					rows = append(rows, m.failRow(m.newRow(s), fmt.Errorf("continuing its paused ensemble: %w", err)))
+					continue
+				}
+			}
+			r := m.runRow(ctx, s)
+			if m.unpausedPeers != "" {
+				r.Note = joinNotes(r.Note, m.unpausedPeers)
+				m.unpausedPeers = ""
+			}
+			rows = append(rows, r)
+		}
 	}
 	return rows
 }
@@ -264,15 +306,25 @@ func (e *env) matrixRows() []matrixSpec {
 	return out
 }
 
+// newRow returns row s of m's target, not measured yet.
+func (m *matrixRun) newRow(s matrixSpec) MatrixRow {
+	return MatrixRow{Target: m.t.Name(), Servers: m.servers, Shards: m.shards, Row: s.row,
+		Name: s.label(m.e.cfg), Metric: s.metric, Client: s.clientOf(m.e.cfg)}
+}
+
+// failRow records that row r could not be measured.
+func (m *matrixRun) failRow(r MatrixRow, err error) MatrixRow {
+	r.Value, r.Err = 0, err.Error()
+	m.e.fail(m.t, fmt.Sprintf("matrix row %d", r.Row), err)
+	return r
+}
+
 // runRow measures one row and logs it.
 func (m *matrixRun) runRow(ctx context.Context, s matrixSpec) MatrixRow {
-	r := MatrixRow{Target: m.t.Name(), Servers: m.servers, Shards: m.shards, Row: s.row,
-		Name: s.label(m.e.cfg), Metric: s.metric, Client: s.clientOf(m.e.cfg)}
+	r := m.newRow(s)
 	m.e.prog.Stage("%s x%d row %d: %s", r.Target, m.servers, s.row, r.Name)
 	if err := s.run(m, ctx, &r); err != nil {
-		r.Value, r.Err = 0, err.Error()
-		m.e.fail(m.t, fmt.Sprintf("matrix row %d", s.row), err)
-		return r
+		return m.failRow(r, err)
 	}
 	m.e.prog.Logf("%-9s x%d row %2d %-14s %s  (%s; generator %.2f cores)", r.Target, m.servers, s.row,
 		s.metric, matrixCell(s, r), r.Client, r.CPU.GenCores)

@@ -50,7 +50,9 @@ func (e *env) matrixSection(rows []MatrixRow, names []string, n int) string {
 		"rows 8-10: one `*zk.Conn`, with server 1, shared by %d goroutines). "+
 		"\"corral client\" is Corral's pipelined client (`client/`, as `throughput`), used where go-zookeeper's own CPU would be the limit (`--mixed-client`). "+
 		"%d-byte values unless said; per row a %v warm-up and a %v window (rows 10 and 12: the total time). "+
-		"Rows 1-9 ran on one ensemble per target, rows 10-12 on a second, fresh one. "+
+		"Rows 1-9 ran on one ensemble per target, rows 10-12 on a second, fresh one; the targets' ensembles ran side by side, "+
+		"each row was measured on every target before the next row, and the ensemble not being measured was paused (SIGSTOP) "+
+		"and continued before its own row, which started once every server served a session and a write on every shard. "+
 		"Corral: corral.shards=%d, hash placement (as `corral local`); both targets: globalOutstandingLimit=2000, maxClientCnxns=0.\n\n",
 		goZKVersion(), matrixInflight, cfg.DataSize, cfg.Warmup, cfg.Duration, cfg.CorralShards)
 	header := []string{"row"}

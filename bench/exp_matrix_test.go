@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/corral/corral/router"
 )
 
 func TestMatrixFlags(t *testing.T) {
@@ -114,5 +116,16 @@ func TestMatrixHelpers(t *testing.T) {
 	}
 	if note := (&matrixRun{}).placementNote([]string{"/x"}); note != "" {
 		t.Errorf("unsharded placement note %q", note)
+	}
+	for _, shards := range []int{0, 1, 4, 8} {
+		ps := probePaths(shards)
+		seen := map[uint64]bool{}
+		ids := []uint64{1, 2, 3, 4, 5, 6, 7, 8}[:max(shards, 1)]
+		for _, p := range ps {
+			seen[router.TopLevelShard(strings.TrimPrefix(p, "/"), ids)] = true
+		}
+		if len(seen) != max(shards, 1) || len(ps) != max(shards, 1) {
+			t.Errorf("probePaths(%d) = %v covers %d shards", shards, ps, len(seen))
+		}
 	}
 }

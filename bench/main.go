@@ -432,19 +432,29 @@ func firstLine(s string) string {
 
 // withCluster starts target t in shape s, runs fn, and stops the cluster.
 func (e *env) withCluster(ctx context.Context, t Target, s Shape, fn func(Cluster) error) error {
-	if !t.Sharded() {
-		s.Shards, s.ApplyDelay = 0, 0
-	}
-	e.prog.Stage("%s: starting %s", t.Name(), s)
-	c, err := t.Start(ctx, s)
+	c, err := e.startCluster(ctx, t, s)
 	if err != nil {
-		return fmt.Errorf("starting %s: %w", s, err)
+		return err
 	}
 	defer func() {
 		e.prog.Stage("%s: stopping", t.Name())
 		c.Close()
 	}()
 	return fn(c)
+}
+
+// startCluster starts target t in shape s (without Corral's keys for an unsharded target);
+// the caller closes it.
+func (e *env) startCluster(ctx context.Context, t Target, s Shape) (Cluster, error) {
+	if !t.Sharded() {
+		s.Shards, s.ApplyDelay = 0, 0
+	}
+	e.prog.Stage("%s: starting %s", t.Name(), s)
+	c, err := t.Start(ctx, s)
+	if err != nil {
+		return nil, fmt.Errorf("starting %s: %w", s, err)
+	}
+	return c, nil
 }
 
 // workload returns the configured workload for addrs at readPct.
