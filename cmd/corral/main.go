@@ -26,6 +26,8 @@ func main() {
 		code = runShards(os.Args[2:])
 	case "import":
 		code = runImport(os.Args[2:])
+	case "inspect":
+		code = runInspect(os.Args[2:])
 	case "version", "--version", "-v":
 		fmt.Println("corral", version)
 	case "help", "-h", "--help":
@@ -51,6 +53,7 @@ commands:
   move /path shard-id|new   move a subtree to another data shard online, or to a new one (through a server's admin port)
   shards list|add           list the data shards, or add one online (through a server's admin port)
   import --from zk:2181 ... copy a running ZooKeeper's tree (data, ACLs, stats) into Corral
+  inspect DIR               look into a stopped server's data directory (shards, subtrees, sessions; --dump /path)
   version                   print the version
 `)
 }

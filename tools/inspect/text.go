@@ -1,0 +1,133 @@
+package inspect
+
+import (
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+)
+
+// WriteText prints the report for an operator; sessions lists every session.
+func (r *Report) WriteText(w io.Writer, sessions bool) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	p := func(format string, args ...any) { fmt.Fprintf(tw, format, args...) }
+	p("data directory\t%s\n", r.DataDir)
+	if r.DataLogDir != "" {
+		p("data log directory\t%s\n", r.DataLogDir)
+	}
+	if r.MyID != 0 {
+		p("server id (myid)\t%d\n", r.MyID)
+	} else {
+		p("server id (myid)\tno myid file (a standalone server is 1)\n")
+	}
+	if m := r.Meta; m != nil {
+		var ann []string
+		for _, id := range slices.Sorted(maps.Keys(m.Announced)) {
+			ann = append(ann, fmt.Sprintf("server %d reads %d", id, m.Announced[id]))
+		}
+		p("format level\t%d (%s)\n", m.Level, orNone(strings.Join(ann, ", ")))
+	} else {
+		p("format level\tunknown (%v)\n", r.MetaErr)
+	}
+	p("\n")
+	p("shard\tkind\ttag\tapplied index\tlast zxid\tznodes\tdata bytes\n")
+	if m := r.Meta; m != nil {
+		snap := "no snapshot"
+		if m.SnapshotIndex > 0 {
+			snap = "snapshot at " + strconv.FormatUint(m.SnapshotIndex, 10)
+		}
+		p("1\tmeta\t-\t%d\t-\t-\t-\t(session table: Raft log committed to %d, %s)\n", m.Applied, m.Committed, snap)
+	}
+	for _, s := range r.Shards {
+		p("%d\t%s\t%d\t%d\t0x%x\t%d\t%d\t", s.ID, s.Kind, s.Tag, s.Applied, uint64(s.LastZxid), s.Znodes, s.Bytes)
+		if s.Prepared {
+			p("(a cross-shard transaction is prepared)")
+		}
+		p("\n")
+	}
+	if len(r.Shards) == 0 {
+		p("(no shard stores under corral/shards)\n")
+	}
+	for _, s := range r.Shards {
+		p("\nshard %d (%s): top-level subtrees, largest data first\n", s.ID, s.Kind)
+		p("  subtree\tznodes\tdata bytes\n")
+		for _, t := range s.Subtrees {
+			p("  %s\t%d\t%d\n", t.Path, t.Znodes, t.Bytes)
+		}
+		p("  total\t%d\t%d\n", s.Znodes, s.Bytes)
+	}
+	var routes, added []string
+	for _, s := range r.Shards {
+		for _, rt := range s.Routes {
+			dir := "moved to shard " + strconv.FormatUint(rt.To, 10)
+			if rt.To == s.ID {
+				dir = "lives here"
+			}
+			routes = append(routes, fmt.Sprintf("  shard %d: %s %s since zxid 0x%x\n", s.ID, rt.Path, dir, uint64(rt.Zxid)))
+		}
+		for _, a := range s.Added {
+			added = append(added, fmt.Sprintf("  shard %d (tag %d): voters %s, observers %s\n", a.ID, a.Tag,
+				orNone(idList(slices.Sorted(maps.Keys(a.Voters)))), orNone(idList(slices.Sorted(maps.Keys(a.NonVoting))))))
+		}
+	}
+	if len(r.Mounts) > 0 {
+		p("\nmounts (zoo.cfg corral.mount.*)\n")
+		for _, m := range r.Mounts {
+			p("  %s\tshard %d\n", m.Path, m.ShardID)
+		}
+	}
+	if len(routes) > 0 {
+		p("\nmoved subtrees (routes recorded by the shards)\n%s", strings.Join(routes, ""))
+	}
+	if len(added) > 0 {
+		p("\ndata shards added online (root shard)\n%s", strings.Join(added, ""))
+	}
+	closing, eph := 0, 0
+	for _, s := range r.Sessions {
+		if s.Closing {
+			closing++
+		}
+		eph += s.Ephemerals
+	}
+	src := "the meta shard's session table"
+	if !r.SessionsFromMeta {
+		src = "the data shards only (ephemeral owners and ownership epochs; sessions that never wrote are missing)"
+	}
+	p("\nsessions\t%d (%d closing), %d ephemerals; from %s\n", len(r.Sessions), closing, eph, src)
+	if sessions && len(r.Sessions) > 0 {
+		p("  session\ttimeout\towner\tephemerals\tstate\n")
+		for _, s := range r.Sessions {
+			timeout, owner := "?", "?"
+			if s.Timeout > 0 {
+				timeout = strconv.Itoa(int(s.Timeout)) + "ms"
+			}
+			if s.Owner != 0 {
+				owner = "server " + strconv.FormatUint(s.Owner, 10)
+			}
+			state := "open"
+			if s.Closing {
+				state = "closing"
+			}
+			p("  0x%016x\t%s\t%s\t%d\t%s\n", uint64(s.ID), timeout, owner, s.Ephemerals, state)
+		}
+	}
+	return tw.Flush()
+}
+
+func idList(ids []uint64) string {
+	s := make([]string, len(ids))
+	for i, id := range ids {
+		s[i] = strconv.FormatUint(id, 10)
+	}
+	return strings.Join(s, ",")
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "none"
+	}
+	return s
+}
