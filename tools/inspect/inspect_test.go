@@ -25,9 +25,9 @@ func (quietLog) Printf(string, ...interface{}) {}
 
 // TestInspectStoppedEnsemble builds a tree through server 1 of a 3-server ensemble with the
 // default shards (three top-level subtrees, null and empty data, three ephemerals of a session
-// that stays open), checks that inspecting server 1's running directory is refused, stops the
+// that stays open, eleven more open sessions; Raft snapshots every 10 entries), checks that inspecting server 1's running directory is refused, stops the
 // servers gracefully and inspects server 1's data directory: znodes and data bytes per
-// subtree, the session (its timeout, owner and ephemerals) from the meta shard's log, and a
+// subtree, the sessions (timeout, owner, ephemerals) from the meta shard's snapshot and log, and a
 // dump of one subtree that returns exactly its znodes and data. The command's exit codes and
 // messages are checked on the same directories, and nothing under the directory changed.
 func TestInspectStoppedEnsemble(t *testing.T) {
@@ -36,22 +36,18 @@ func TestInspectStoppedEnsemble(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	e, err := corralproc.Start(ctx, corralproc.Options{Servers: 3})
+	// A snapshot every 10 entries: the meta shard's table comes from a snapshot and the log.
+	e, err := corralproc.Start(ctx, corralproc.Options{Servers: 3, Config: map[string]string{"corral.snapshotEntries": "10"}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer e.Close()
 
-	// One session, on server 1 only: its reads see its writes, so server 1 has applied them all.
-	c, events, err := zk.Connect([]string{e.Addr(0)}, 10*time.Second, zk.WithLogInfo(false), zk.WithLogger(quietLog{}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	for ev := range events {
-		if ev.State == zk.StateHasSession {
-			break
-		}
+	// Sessions on server 1 only: their reads see their writes, so server 1 has applied them.
+	// c writes everything; the others stay open without writing.
+	c := connect(t, e.Addr(0))
+	for i := 0; i < 11; i++ {
+		connect(t, e.Addr(0))
 	}
 	acl := zk.WorldACL(zk.PermAll)
 	want := map[string][]byte{} // the /beta subtree, for the dump
@@ -126,11 +122,20 @@ func TestInspectStoppedEnsemble(t *testing.T) {
 	if rep.Meta == nil {
 		t.Fatalf("meta shard not read: %v", rep.MetaErr)
 	}
-	if !rep.SessionsFromMeta || len(rep.Sessions) != 1 {
-		t.Fatalf("sessions %+v (from meta %v), want exactly the test's", rep.Sessions, rep.SessionsFromMeta)
+	if rep.Meta.SnapshotIndex == 0 || rep.Meta.Applied <= rep.Meta.SnapshotIndex {
+		t.Errorf("meta shard: snapshot at %d, applied %d; want a snapshot and entries after it", rep.Meta.SnapshotIndex, rep.Meta.Applied)
 	}
-	if s := rep.Sessions[0]; s.ID != sessionID || s.Ephemerals != 3 || s.Closing || s.Owner != 1 || s.Timeout != int32(timeout/time.Millisecond) {
-		t.Errorf("session %+v, want id 0x%x, 3 ephemerals, owner 1, timeout %s, open", s, sessionID, timeout)
+	if !rep.SessionsFromMeta || len(rep.Sessions) != 12 {
+		t.Fatalf("sessions %+v (from meta %v), want the test's 12", rep.Sessions, rep.SessionsFromMeta)
+	}
+	for _, s := range rep.Sessions {
+		eph := 0
+		if s.ID == sessionID {
+			eph = 3
+		}
+		if s.Ephemerals != eph || s.Closing || s.Owner != 1 || s.Timeout != int32(timeout/time.Millisecond) {
+			t.Errorf("session %+v, want %d ephemerals, owner 1, timeout %s, open", s, eph, timeout)
+		}
 	}
 	for _, s := range rep.Shards {
 		if s.Znodes > 0 && (s.Applied == 0 || s.LastZxid == 0) {
@@ -196,6 +201,26 @@ func TestInspectStoppedEnsemble(t *testing.T) {
 	if code != 1 || !strings.Contains(out, missing) {
 		t.Errorf("corral inspect on a missing directory: exit %d, output %q", code, out)
 	}
+}
+
+// connect opens a session with addr, closed at the end of the test.
+func connect(t *testing.T, addr string) *zk.Conn {
+	t.Helper()
+	c, events, err := zk.Connect([]string{addr}, 10*time.Second, zk.WithLogInfo(false), zk.WithLogger(quietLog{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	for ev := range events {
+		if ev.State == zk.StateHasSession {
+			break
+		}
+	}
+	go func() {
+		for range events { // drained until c.Close closes the channel
+		}
+	}()
+	return c
 }
 
 // run runs the corral binary and returns its combined output and exit code.

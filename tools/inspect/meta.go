@@ -166,8 +166,8 @@ func logNum(path string) uint64 {
 // Snapshot file layout (dragonboat internal/rsm/snapshotio.go and rwv.go): a 1024-byte header
 // (u64 LE length, the pb.SnapshotHeader, its CRC32, zero padding), then the payload: for
 // version 1 the bytes as they are, for version 2 blocks of 2 MiB each followed by its CRC32
-// and a 16-byte tail. The payload is dragonboat's client session table (SessionSize bytes)
-// followed by the state machine's own snapshot.
+// and a 16-byte tail. The payload is dragonboat's client session table followed by the state
+// machine's own snapshot.
 const (
 	snapshotHeaderSize = 1024
 	snapshotBlockSize  = 2 << 20
@@ -190,44 +190,49 @@ func (l *Layout) loadMetaSnapshot(snap pb.Snapshot, t *session.Table) (string, e
 	if err != nil {
 		return "", err
 	}
-	payload, h, err := snapshotPayload(b)
+	payload, err := snapshotPayload(b)
 	if err != nil {
 		return "", fmt.Errorf("%s: %w", fn, err)
 	}
-	if h.SessionSize > uint64(len(payload)) {
-		return "", fmt.Errorf("%s: session size %d beyond the payload", fn, h.SessionSize)
+	// dragonboat's client session table comes first: u64 LE capacity, u64 LE count, the
+	// sessions. Corral proposes without client sessions (no-op sessions): the count is 0.
+	if len(payload) < 16 {
+		return "", fmt.Errorf("%s: truncated snapshot payload", fn)
 	}
-	if err := t.RecoverFromSnapshot(bytes.NewReader(payload[h.SessionSize:]), nil, nil); err != nil {
+	if n := binary.LittleEndian.Uint64(payload[8:]); n != 0 {
+		return "", fmt.Errorf("%s: %d dragonboat client sessions in the snapshot; not supported", fn, n)
+	}
+	if err := t.RecoverFromSnapshot(bytes.NewReader(payload[16:]), nil, nil); err != nil {
 		return "", fmt.Errorf("%s: %w", fn, err)
 	}
 	return fn, nil
 }
 
-func snapshotPayload(b []byte) ([]byte, pb.SnapshotHeader, error) {
+func snapshotPayload(b []byte) ([]byte, error) {
 	var h pb.SnapshotHeader
 	if len(b) < snapshotHeaderSize {
-		return nil, h, errors.New("shorter than a snapshot header")
+		return nil, errors.New("shorter than a snapshot header")
 	}
 	n := binary.LittleEndian.Uint64(b)
 	if n > snapshotHeaderSize-12 {
-		return nil, h, errors.New("bad snapshot header length")
+		return nil, errors.New("bad snapshot header length")
 	}
 	if err := h.Unmarshal(b[8 : 8+n]); err != nil {
-		return nil, h, fmt.Errorf("snapshot header: %w", err)
+		return nil, fmt.Errorf("snapshot header: %w", err)
 	}
 	if h.CompressionType != pb.NoCompression {
-		return nil, h, fmt.Errorf("compressed snapshots (%v) are not supported", h.CompressionType)
+		return nil, fmt.Errorf("compressed snapshots (%v) are not supported", h.CompressionType)
 	}
 	body := b[snapshotHeaderSize:]
 	switch h.Version {
 	case 1:
-		return body, h, nil
+		return body, nil
 	case 2:
 	default:
-		return nil, h, fmt.Errorf("snapshot version %d not supported", h.Version)
+		return nil, fmt.Errorf("snapshot version %d not supported", h.Version)
 	}
 	if len(body) < snapshotTailSize {
-		return nil, h, errors.New("truncated snapshot")
+		return nil, errors.New("truncated snapshot")
 	}
 	body = body[:len(body)-snapshotTailSize]
 	var out []byte
@@ -236,13 +241,13 @@ func snapshotPayload(b []byte) ([]byte, pb.SnapshotHeader, error) {
 		blk := body[:k]
 		body = body[k:]
 		if len(blk) < 4 {
-			return nil, h, errors.New("truncated snapshot block")
+			return nil, errors.New("truncated snapshot block")
 		}
 		data, sum := blk[:len(blk)-4], blk[len(blk)-4:]
 		if binary.BigEndian.Uint32(sum) != crc32.ChecksumIEEE(data) {
-			return nil, h, errors.New("snapshot block checksum mismatch")
+			return nil, errors.New("snapshot block checksum mismatch")
 		}
 		out = append(out, data...)
 	}
-	return out, h, nil
+	return out, nil
 }

@@ -28,30 +28,44 @@ func (r *Report) WriteText(w io.Writer, sessions bool) error {
 		for _, id := range slices.Sorted(maps.Keys(m.Announced)) {
 			ann = append(ann, fmt.Sprintf("server %d reads %d", id, m.Announced[id]))
 		}
-		p("format level\t%d (%s)\n", m.Level, orNone(strings.Join(ann, ", ")))
+		if len(ann) == 0 {
+			ann = []string{"no server announced one yet"}
+		}
+		p("format level\t%d (%s)\n", m.Level, strings.Join(ann, ", "))
 	} else {
 		p("format level\tunknown (%v)\n", r.MetaErr)
 	}
 	p("\n")
 	p("shard\tkind\ttag\tapplied index\tlast zxid\tznodes\tdata bytes\n")
 	if m := r.Meta; m != nil {
-		snap := "no snapshot"
-		if m.SnapshotIndex > 0 {
-			snap = "snapshot at " + strconv.FormatUint(m.SnapshotIndex, 10)
-		}
-		p("1\tmeta\t-\t%d\t-\t-\t-\t(session table: Raft log committed to %d, %s)\n", m.Applied, m.Committed, snap)
+		p("1\tmeta\t-\t%d\t-\t-\t-\n", m.Applied)
 	}
 	for _, s := range r.Shards {
-		p("%d\t%s\t%d\t%d\t0x%x\t%d\t%d\t", s.ID, s.Kind, s.Tag, s.Applied, uint64(s.LastZxid), s.Znodes, s.Bytes)
-		if s.Prepared {
-			p("(a cross-shard transaction is prepared)")
+		zxid := "-"
+		if s.LastZxid != 0 {
+			zxid = fmt.Sprintf("0x%x", uint64(s.LastZxid))
 		}
-		p("\n")
+		p("%d\t%s\t%d\t%d\t%s\t%d\t%d\n", s.ID, s.Kind, s.Tag, s.Applied, zxid, s.Znodes, s.Bytes)
+	}
+	for _, s := range r.Shards {
+		if s.Prepared {
+			p("shard %d holds a prepared cross-shard transaction (resolved when the servers start)\n", s.ID)
+		}
 	}
 	if len(r.Shards) == 0 {
 		p("(no shard stores under corral/shards)\n")
 	}
+	if m := r.Meta; m != nil {
+		from := "its Raft log (no snapshot)"
+		if m.SnapshotIndex > 0 {
+			from = fmt.Sprintf("its snapshot at index %d and the Raft log after it", m.SnapshotIndex)
+		}
+		p("meta shard: the session table, rebuilt from %s, committed to %d\n", from, m.Committed)
+	}
 	for _, s := range r.Shards {
+		if s.Znodes == 0 {
+			continue
+		}
 		p("\nshard %d (%s): top-level subtrees, largest data first\n", s.ID, s.Kind)
 		p("  subtree\tznodes\tdata bytes\n")
 		for _, t := range s.Subtrees {
@@ -96,7 +110,7 @@ func (r *Report) WriteText(w io.Writer, sessions bool) error {
 	if !r.SessionsFromMeta {
 		src = "the data shards only (ephemeral owners and ownership epochs; sessions that never wrote are missing)"
 	}
-	p("\nsessions\t%d (%d closing), %d ephemerals; from %s\n", len(r.Sessions), closing, eph, src)
+	p("\nsessions: %d (%d closing), %d ephemerals; from %s\n", len(r.Sessions), closing, eph, src)
 	if sessions && len(r.Sessions) > 0 {
 		p("  session\ttimeout\towner\tephemerals\tstate\n")
 		for _, s := range r.Sessions {
