@@ -6,6 +6,8 @@
 //	corral members list|add|remove ...  add or remove servers online (docs/operations.md)
 //	corral move /path shard-id|new      move a subtree to another (or a new) data shard online
 //	corral shards list|add ...          list the data shards, add one online
+//	corral import --from|--zk-datadir   copy a ZooKeeper tree (data, ACLs, stats) into Corral
+//	corral inspect DIR [--dump /path]   look into a stopped server's data directory (read-only)
 //	corral version
 //
 // See README.md for the two commands a newcomer needs and docs/operations.md for configuration.

@@ -24,8 +24,8 @@ type Options struct {
 	// snapshot and later transaction logs (tools/zkdata). It also knows containers and TTL
 	// nodes, which arrive as such.
 	DataDir, DataLogDir string
-	To    []string // target Corral servers (host:port); unused with DryRun
-	Admin string   // a target server's admin address (host:port), for the stats; unused with DryRun
+	To                  []string // target Corral servers (host:port); unused with DryRun
+	Admin               string   // a target server's admin address (host:port), for the stats; unused with DryRun
 	// Path is the root of the subtree to copy (default "/": everything but /zookeeper). Its
 	// missing ancestors are created in the target with null data.
 	Path string
@@ -117,8 +117,8 @@ func Run(ctx context.Context, o Options) (Summary, error) {
 
 // run is the state of one import.
 type run struct {
-	o        Options
-	src, dst *zk.Conn
+	o                                                Options
+	src, dst                                         *zk.Conn
 	read, created, skipped, overwritten, bytes, acls atomic.Int64
 
 	mu    sync.Mutex
