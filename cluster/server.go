@@ -490,10 +490,12 @@ func (s *Server) info() server.Info {
 		mode = "leader"
 	}
 	var nodes int
+	var size int64
 	var lines []string
 	for _, sh := range s.router.Shards() {
 		if v := sh.View(); v != nil {
 			nodes += v.Len() // every znode this shard serves (a top-level node's stub on the root shard is not one)
+			size += v.ApproximateDataSize()
 			if _, ok := v.Get("/"); ok {
 				// ZooKeeper's DataTree holds the root under two names ("" and "/"), and its
 				// node count (srvr, mntr) counts both.
@@ -504,7 +506,7 @@ func (s *Server) info() server.Info {
 		lines = append(lines, fmt.Sprintf("corral_shard_leader{shard=\"%d\"}\t%d\ncorral_shard_term{shard=\"%d\"}\t%d\ncorral_shard_has_leader{shard=\"%d\"}\t%v",
 			sh.ID, lid, sh.ID, term, sh.ID, ok))
 	}
-	return server.Info{Mode: mode, Config: s.confText(), NodeCount: nodes, Ensemble: len(s.cfg.AllPeers()), ShardLines: lines}
+	return server.Info{Mode: mode, Config: s.confText(), NodeCount: nodes, DataSize: size, Ensemble: len(s.cfg.AllPeers()), ShardLines: lines}
 }
 
 func (s *Server) confText() string {

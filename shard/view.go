@@ -45,6 +45,20 @@ func (v *View) Zxid() int64 { return v.zxid }
 // Len returns the number of nodes in the view (stubs not counted: see doc.go, "Stubs").
 func (v *View) Len() int { return v.tree.nodes.Len() - v.tree.stubs }
 
+// ApproximateDataSize is ZooKeeper's approximate data size (DataTree.approximateDataSize) of
+// the znodes this shard serves: the length of every path plus the length of its data. It
+// walks every node.
+func (v *View) ApproximateDataSize() int64 {
+	var size int64
+	v.tree.nodes.Ascend(func(n *node) bool {
+		if !n.stub {
+			size += int64(len(pathOf(n.key)) + len(n.data))
+		}
+		return true
+	})
+	return size
+}
+
 // node returns the node at key, or nil if there is none or it is a stub.
 func (v *View) node(key string) *node {
 	if n := v.tree.get(key); n != nil && !n.stub {

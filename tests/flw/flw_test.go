@@ -138,8 +138,9 @@ func TestFourLetterWords(t *testing.T) {
 			intKey(t, m, "zk_watch_count", addr)
 		}
 		// One create and one data watch through a server move the counts
-		// of that server as on ZooKeeper.
-		type delta struct{ znodes, watches int }
+		// (and the approximate data size: path and data lengths) of that
+		// server as on ZooKeeper.
+		type delta struct{ znodes, watches, dataSize int }
 		measure := func(name, addr string) delta {
 			before := mntr(t, ctx, addr)
 			c := zktest.Connect(t, ctx, addr)
@@ -154,9 +155,12 @@ func TestFourLetterWords(t *testing.T) {
 			d := delta{
 				znodes:  intKey(t, after, "zk_znode_count", name) - intKey(t, before, "zk_znode_count", name),
 				watches: intKey(t, after, "zk_watch_count", name) - intKey(t, before, "zk_watch_count", name),
+				dataSize: intKey(t, after, "zk_approximate_data_size", name) -
+					intKey(t, before, "zk_approximate_data_size", name),
 			}
-			t.Logf("%s: zk_znode_count %s → %s, zk_watch_count %s → %s", name,
-				before["zk_znode_count"], after["zk_znode_count"], before["zk_watch_count"], after["zk_watch_count"])
+			t.Logf("%s: zk_znode_count %s → %s, zk_watch_count %s → %s, zk_approximate_data_size %s → %s", name,
+				before["zk_znode_count"], after["zk_znode_count"], before["zk_watch_count"], after["zk_watch_count"],
+				before["zk_approximate_data_size"], after["zk_approximate_data_size"])
 			return d
 		}
 		want := measure("zookeeper", zkAddr)
