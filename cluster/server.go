@@ -489,24 +489,33 @@ func (s *Server) info() server.Info {
 	} else if (metaRaft{s}).IsLeader() {
 		mode = "leader"
 	}
-	var nodes int
 	var size int64
 	var lines []string
 	for _, sh := range s.router.Shards() {
 		if v := sh.View(); v != nil {
+			size += v.ApproximateDataSize() // walks every node: srvr and mntr only, not scrapes
+		}
+		lid, term, ok, _ := s.nh.GetLeaderID(sh.ID)
+		lines = append(lines, fmt.Sprintf("corral_shard_leader{shard=\"%d\"}\t%d\ncorral_shard_term{shard=\"%d\"}\t%d\ncorral_shard_has_leader{shard=\"%d\"}\t%v",
+			sh.ID, lid, sh.ID, term, sh.ID, ok))
+	}
+	return server.Info{Mode: mode, Config: s.confText(), NodeCount: s.nodeCount(), DataSize: size, Ensemble: len(s.cfg.AllPeers()), ShardLines: lines}
+}
+
+// nodeCount is ZooKeeper's node count over this server's replicas of every shard.
+func (s *Server) nodeCount() int {
+	nodes := 0
+	for _, sh := range s.router.Shards() {
+		if v := sh.View(); v != nil {
 			nodes += v.Len() // every znode this shard serves (a top-level node's stub on the root shard is not one)
-			size += v.ApproximateDataSize()
 			if _, ok := v.Get("/"); ok {
 				// ZooKeeper's DataTree holds the root under two names ("" and "/"), and its
 				// node count (srvr, mntr) counts both.
 				nodes++
 			}
 		}
-		lid, term, ok, _ := s.nh.GetLeaderID(sh.ID)
-		lines = append(lines, fmt.Sprintf("corral_shard_leader{shard=\"%d\"}\t%d\ncorral_shard_term{shard=\"%d\"}\t%d\ncorral_shard_has_leader{shard=\"%d\"}\t%v",
-			sh.ID, lid, sh.ID, term, sh.ID, ok))
 	}
-	return server.Info{Mode: mode, Config: s.confText(), NodeCount: nodes, DataSize: size, Ensemble: len(s.cfg.AllPeers()), ShardLines: lines}
+	return nodes
 }
 
 func (s *Server) confText() string {
@@ -625,7 +634,15 @@ func (s *Server) logTailReads(memory bool) float64 {
 func (s *Server) registerGauges() {
 	s.reg.MustRegister(
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "znode_count", Help: "Znodes on this server's replicas of all data shards."},
-			func() float64 { return float64(s.info().NodeCount) }),
+			func() float64 { return float64(s.nodeCount()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "corral_sessions_expired_total",
+			Help: "Session expiries this server decided as the session table's leader (summed over the servers, each expiry counts once)."},
+			func() float64 {
+				if s.sessions == nil {
+					return 0
+				}
+				return float64(s.sessions.Expired())
+			}),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "watch_count", Help: "Watches registered on this server."},
 			func() float64 { return float64(s.hub.WatchCount()) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "global_sessions", Help: "Sessions in the replicated session table."},

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -69,7 +70,13 @@ type Manager struct {
 	ctx  context.Context
 	stop context.CancelFunc
 	wg   sync.WaitGroup
+	// expired counts the expiries this server decided (as the meta shard's leader) that
+	// committed: summed over the servers, each expiry counts once.
+	expired atomic.Uint64
 }
+
+// Expired returns how many session expiries this server decided and committed.
+func (m *Manager) Expired() uint64 { return m.expired.Load() }
 
 // NewManager starts a manager.
 func NewManager(o Options) *Manager {
@@ -375,6 +382,7 @@ func (m *Manager) leaderDuties() {
 			continue
 		}
 		if res == ResultOK {
+			m.expired.Add(1)
 			m.o.Log.Info("session expired", "session", hexID(e.ID), "timeout_ms", e.Timeout)
 			m.startCleanup(e.ID)
 		}

@@ -67,14 +67,14 @@ func TestNewLeaderGrantsFullTimeout(t *testing.T) {
 	m.leaderDuties() // takes over now: every session gets until now+2s
 	advance(1500 * time.Millisecond)
 	m.leaderDuties()
-	if meta.closes != 0 {
-		t.Fatalf("%d sessions expired within the grace after a leader change", meta.closes)
+	if meta.closes != 0 || m.Expired() != 0 {
+		t.Fatalf("%d sessions expired within the grace after a leader change (counted %d)", meta.closes, m.Expired())
 	}
 	advance(1 * time.Second)
 	m.leaderDuties()
 	m.wg.Wait()
-	if meta.closes != 5 {
-		t.Fatalf("%d sessions expired after the grace, want 5", meta.closes)
+	if meta.closes != 5 || m.Expired() != 5 {
+		t.Fatalf("%d sessions expired after the grace (counted %d), want 5", meta.closes, m.Expired())
 	}
 }
 
