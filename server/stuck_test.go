@@ -33,39 +33,20 @@ func TestStuckWriteOnCutOffReplica(t *testing.T) {
 	const bound = 5 * time.Second // cutOffGrace(bound) = 625 ms
 	now := time.Now()
 	for _, tc := range []struct {
-		name  string
-		age   time.Duration
-		on    []*router.Shard
-		stuck *router.Shard
+		name      string
+		age       time.Duration
+		on        []*router.Shard
+		hasLeader bool // the unconfirmed replica still knows a leader: slow, not cut off
+		stuck     *router.Shard
 	}{
-		{"old write on a cut-off replica", time.Second, []*router.Shard{cut}, cut},
-		{"transaction with one cut-off participant", time.Second, []*router.Shard{healthy, cut}, cut},
-		{"young write on a cut-off replica", 500 * time.Millisecond, []*router.Shard{cut}, nil},
-		{"old write on a confirmed replica", 6 * time.Second, []*router.Shard{healthy}, nil},
-		{"old request on no shard", 6 * time.Second, nil, nil},
+		{"old write on a cut-off replica", time.Second, []*router.Shard{cut}, false, cut},
+		{"transaction with one cut-off participant", time.Second, []*router.Shard{healthy, cut}, false, cut},
+		{"young write on a cut-off replica", 500 * time.Millisecond, []*router.Shard{cut}, false, nil},
+		{"old write on a confirmed replica", 6 * time.Second, []*router.Shard{healthy}, false, nil},
+		{"old request on no shard", 6 * time.Second, nil, false, nil},
+		{"old write on an unconfirmed replica with a leader", time.Second, []*router.Shard{cut}, true, nil},
 	} {
-		c := newConn(s, a)
-		sl := c.reserve("write", tc.on...)
-		sl.start = now.Add(-tc.age)
-		if got := c.stuckOn(now, bound); got != tc.stuck {
-			t.Errorf("%s: stuckOn = %v, want %v", tc.name, got, tc.stuck)
-		}
-		c.complete(sl, nil)
-		if got := c.stuckOn(now, bound); got != nil {
-			t.Errorf("%s: answered, stuckOn = shard %d", tc.name, got.ID)
-		}
-	}
-	// An unconfirmed replica that knows its leader (a loaded server, a replica catching up)
-	// is slow, not cut off.
-	leaderless[cut.ID] = false
-	for _, tc := range []struct {
-		name  string
-		age   time.Duration
-		on    []*router.Shard
-		stuck *router.Shard
-	}{
-		{"old write on an unconfirmed replica with a leader", time.Second, []*router.Shard{cut}, nil},
-	} {
+		leaderless[cut.ID] = !tc.hasLeader
 		c := newConn(s, a)
 		sl := c.reserve("write", tc.on...)
 		sl.start = now.Add(-tc.age)

@@ -214,13 +214,9 @@ func (r *run) copyNode(n *Node) error {
 
 // finish sets the source ACLs, then the stats (setACL moves aversion; the stats set it back).
 func (r *run) finish(ctx context.Context) error {
-	byPath := make(map[string][]zk.ACL, len(r.acl))
-	for _, n := range r.acl {
-		byPath[n.Path] = n.ACL
-	}
-	err := r.each(ctx, nodePaths(r.acl), func(p string) error {
-		if _, err := r.dst.SetACL(p, byPath[p], -1); err != nil {
-			return fmt.Errorf("setting the ACL of %s in the target: %w", p, err)
+	err := r.eachNode(ctx, r.acl, func(n *Node) error {
+		if _, err := r.dst.SetACL(n.Path, n.ACL, -1); err != nil {
+			return fmt.Errorf("setting the ACL of %s in the target: %w", n.Path, err)
 		}
 		r.acls.Add(1)
 		return nil
@@ -229,14 +225,6 @@ func (r *run) finish(ctx context.Context) error {
 		return err
 	}
 	return postStats(ctx, r.o.Admin, r.stats)
-}
-
-func nodePaths(ns []*Node) []string {
-	out := make([]string, len(ns))
-	for i, n := range ns {
-		out[i] = n.Path
-	}
-	return out
 }
 
 // each runs f on every path with up to Concurrency calls at once and returns the first error.

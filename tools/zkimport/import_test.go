@@ -22,24 +22,7 @@ import (
 // parent's child count). The next sequential child gets the same name on both. A second
 // import stops at the first existing znode; with Skip it creates nothing.
 func TestLiveImportFromZooKeeper(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts Apache ZooKeeper and a Corral ensemble")
-	}
-	if err := apachezk.Available(); err != nil {
-		t.Fatalf("Apache ZooKeeper is required (make deps, or run with -short): %v", err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	src, err := apachezk.Start(ctx, apachezk.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer src.Close()
-	dst, err := corralproc.Start(ctx, corralproc.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer dst.Close()
+	ctx, src, dst := startBoth(t, apachezk.Options{}, corralproc.Options{})
 
 	zc := dial(t, src.Addrs())
 	defer zc.Close()
@@ -83,6 +66,31 @@ func TestLiveImportFromZooKeeper(t *testing.T) {
 	if err != nil || sum.Created != 0 || sum.Skipped != int64(compared)+1 { // +1: the sequential child made on both
 		t.Fatalf("import with Skip: %s, %v", sum, err)
 	}
+}
+
+// startBoth starts a 1-server Apache ZooKeeper (the source) and a 1-server Corral ensemble
+// (the target), both closed when the test ends, and returns a context for the test's work.
+func startBoth(t *testing.T, zo apachezk.Options, co corralproc.Options) (context.Context, *apachezk.Ensemble, *corralproc.Ensemble) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("starts Apache ZooKeeper and a Corral ensemble")
+	}
+	if err := apachezk.Available(); err != nil {
+		t.Fatalf("Apache ZooKeeper is required (make deps, or run with -short): %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	t.Cleanup(cancel)
+	src, err := apachezk.Start(ctx, zo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { src.Close() })
+	dst, err := corralproc.Start(ctx, co)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { dst.Close() })
+	return ctx, src, dst
 }
 
 func build(t *testing.T, c *zk.Conn) {

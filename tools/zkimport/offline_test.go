@@ -2,7 +2,6 @@ package zkimport
 
 import (
 	"bytes"
-	"context"
 	"path/filepath"
 	"testing"
 	"time"
@@ -20,30 +19,15 @@ import (
 // directory holds (tools/zkdata, itself checked against ZooKeeper's own answers): data, ACL and
 // stat. The next sequential child gets the name ZooKeeper would give it.
 func TestOfflineImportFromDataDir(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts Apache ZooKeeper and a Corral ensemble")
-	}
-	if err := apachezk.Available(); err != nil {
-		t.Fatalf("Apache ZooKeeper is required (make deps, or run with -short): %v", err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	src, err := apachezk.Start(ctx, apachezk.Options{Config: map[string]string{"snapCount": "50"},
-		JVMFlags: []string{apachezk.FlagExtendedTypes, apachezk.FlagNoContainerGC}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer src.Close()
-	dst, err := corralproc.Start(ctx, corralproc.Options{Config: map[string]string{"zookeeper.extendedTypesEnabled": "true"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer dst.Close()
+	ctx, src, dst := startBoth(t,
+		apachezk.Options{Config: map[string]string{"snapCount": "50"},
+			JVMFlags: []string{apachezk.FlagExtendedTypes, apachezk.FlagNoContainerGC}},
+		corralproc.Options{Config: map[string]string{"zookeeper.extendedTypesEnabled": "true"}})
 
 	zc := dial(t, src.Addrs())
 	must(t, zc.AddAuth("digest", []byte("user:pass")))
 	build(t, zc)
-	_, err = zc.CreateContainer("/cont", []byte("c"), zk.FlagContainer, zk.WorldACL(zk.PermAll))
+	_, err := zc.CreateContainer("/cont", []byte("c"), zk.FlagContainer, zk.WorldACL(zk.PermAll))
 	must(t, err)
 	mustCreate(t, zc, "/cont/child", nil, 0, zk.WorldACL(zk.PermAll))
 	_, err = zc.CreateTTL("/ttl", []byte("t"), zk.FlagTTL, zk.WorldACL(zk.PermAll), time.Hour)

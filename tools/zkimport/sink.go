@@ -58,7 +58,8 @@ func create(c *zk.Conn, n *Node, existing Existing) (outcome, error) {
 	case err == nil:
 		return created, nil
 	case n.Kind == zkdata.TTL && !errors.Is(err, zk.ErrNodeExists):
-		// go-zookeeper reports ZooKeeper's UNIMPLEMENTED as an unknown error -6.
+		// The usual cause is a target without extended types, which refuses with
+		// ZooKeeper's UNIMPLEMENTED (go-zookeeper has no error value for it: "unknown error -6").
 		return 0, fmt.Errorf("creating the TTL node %s in the target: %w (a server refuses TTL nodes unless its zoo.cfg sets zookeeper.extendedTypesEnabled=true, as the source's does)", n.Path, err)
 	case !errors.Is(err, zk.ErrNodeExists):
 		return 0, fmt.Errorf("creating %s in the target: %w", n.Path, err)
