@@ -79,7 +79,14 @@ func (s *Server) balanceOnce() {
 	target, fewest := uint64(0), int(^uint(0)>>1)
 	for _, id := range ids {
 		if until, ok := b.avoid[id]; ok && time.Now().Before(until) {
-			continue
+			// Avoided because it could not be reached: once it answers again, it is a candidate
+			// at once (it still waits balanceRounds reachable rounds). A server added online is
+			// unreachable until it is started, and a 30 s wait after its start left it without a
+			// leadership for 40 s.
+			if !peerReachable(addrs[id]) {
+				continue
+			}
+			delete(b.avoid, id)
 		}
 		if count[id] < fewest {
 			target, fewest = id, count[id]
