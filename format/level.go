@@ -18,6 +18,10 @@ const (
 	// Level3 adds OpSetStat, which overwrites a znode's stat fields (an operator's import or
 	// restore, shard/setstat.go).
 	Level3 Level = 3
+	// Level4 adds group transactions (docs/design.md §8): a cross-shard transaction prepare
+	// (version 3) whose ops succeed or fail one by one, a session's pipelined writes across
+	// shards committed together.
+	Level4 Level = 4
 )
 
 func (l Level) String() string { return fmt.Sprintf("level %d", uint32(l)) }

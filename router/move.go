@@ -142,7 +142,7 @@ func (r *Router) tryMove(ctx context.Context, path string, src, dst *Shard) (Mov
 	}
 	r.txnStep("prepared")
 	zxid := max(repOut.Floor, repIn.Floor)<<8 | int64(r.Shard(anchor).Tag())
-	if _, retry, err := r.commitTxn(ctx, parts, txnID, zxid); err != nil || retry {
+	if _, retry, err := r.commitTxn(ctx, parts, txnID, zxid, nil); err != nil || retry {
 		return MoveResult{}, retry, err
 	}
 	return MoveResult{Path: path, From: src.ID, To: dst.ID, Zxid: zxid, Bytes: len(nodes)}, false, nil

@@ -50,6 +50,16 @@ type TxnRequest struct {
 	MinZxid  int64
 	Internal bool // server-generated: no ACL checks
 	Multi    wire.MultiRequest
+	// Group makes the ops a session's independent writes committed together (shard.TxnPrepare
+	// Group; only at format.Level4): each op's result is its own, failed ones included, and
+	// the transaction fails as a whole only for what fails every op (a moved or expired
+	// session).
+	Group bool
+	// Decided, when set, is called once the transaction is decided to commit at zxid (its
+	// anchor committed) and the commits to the other participants are submitted: a
+	// transaction prepared after this on any of them is applied after this one's commit there
+	// (each shard's control proposer keeps its order).
+	Decided func(zxid int64)
 }
 
 // TxnResult is the outcome of a cross-shard transaction.
@@ -197,9 +207,18 @@ func (r *Router) control(id uint64, op shard.Op, out chan<- partReply) {
 
 // broadcast sends op (built per participant) to every listed participant and collects replies.
 func (r *Router) broadcast(ctx context.Context, ids []uint64, op func(id uint64) shard.Op) (map[uint64]partReply, error) {
+	return r.broadcastThen(ctx, ids, op, nil)
+}
+
+// broadcastThen is broadcast that calls submitted (when not nil) once every op is submitted,
+// before waiting for the replies.
+func (r *Router) broadcastThen(ctx context.Context, ids []uint64, op func(id uint64) shard.Op, submitted func()) (map[uint64]partReply, error) {
 	out := make(chan partReply, len(ids))
 	for _, id := range ids {
 		r.control(id, op(id), out)
+	}
+	if submitted != nil {
+		submitted()
 	}
 	got := make(map[uint64]partReply, len(ids))
 	for range ids {
@@ -228,7 +247,7 @@ func (r *Router) tryTxn(ctx context.Context, req *TxnRequest, parts []uint64, ro
 	deadline := time.Now().Add(TxnDeadline).UnixMilli()
 	prep, err := r.broadcast(ctx, parts, func(id uint64) shard.Op {
 		p := shard.TxnPrepare{ID: txnID, Anchor: anchor, Deadline: deadline, Internal: req.Internal,
-			Multi: req.Multi, Roles: roles[id]}
+			Multi: req.Multi, Roles: roles[id], Group: req.Group}
 		return shard.Op{Session: req.Session, Epoch: req.Epoch, Auth: req.Auth, MinZxid: req.MinZxid, Code: shard.OpTxnPrepare,
 			Body: p.AppendTo(nil)}
 	})
@@ -276,7 +295,7 @@ func (r *Router) tryTxn(ctx context.Context, req *TxnRequest, parts []uint64, ro
 		return failedResult(len(req.Multi.Ops), failIdx, failErr), false, nil
 	}
 	zxid := floor<<8 | int64(r.Shard(anchor).Tag())
-	all, retry, err := r.commitTxn(ctx, parts, txnID, zxid)
+	all, retry, err := r.commitTxn(ctx, parts, txnID, zxid, req.Decided)
 	if err != nil || retry {
 		return TxnResult{}, retry, err
 	}
@@ -303,7 +322,7 @@ func (r *Router) tryTxn(ctx context.Context, req *TxnRequest, parts []uint64, ro
 // (parts[0]) first — its commit is the decision —, then on the others. retry is true when
 // recovery aborted the transaction at the anchor first (nothing applied anywhere; the others
 // are sent aborts).
-func (r *Router) commitTxn(ctx context.Context, parts []uint64, txnID uint64, zxid int64) (map[uint64]partReply, bool, error) {
+func (r *Router) commitTxn(ctx context.Context, parts []uint64, txnID uint64, zxid int64, decided func(int64)) (map[uint64]partReply, bool, error) {
 	anchor := parts[0]
 	commit := func(id uint64) shard.Op {
 		return shard.Op{Code: shard.OpTxnCommit, Body: (&shard.TxnCommit{ID: txnID, Zxid: zxid, Time: CommitTime(zxid)}).AppendTo(nil)}
@@ -325,7 +344,11 @@ func (r *Router) commitTxn(ctx context.Context, parts []uint64, txnID uint64, zx
 		return nil, false, fmt.Errorf("router: anchor shard %d answered commit with outcome %d", anchor, first[anchor].reply.Outcome)
 	}
 	r.txnStep("anchor-committed")
-	rest, err := r.broadcast(ctx, parts[1:], commit)
+	rest, err := r.broadcastThen(ctx, parts[1:], commit, func() {
+		if decided != nil {
+			decided(zxid)
+		}
+	})
 	if err != nil {
 		return nil, false, err
 	}

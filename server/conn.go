@@ -36,6 +36,11 @@ type conn struct {
 	// cross-shard transaction). A write to another shard first waits for the earlier writes'
 	// replies, so a session's writes are applied in order across shards (request goroutine only).
 	lastWriteShard uint64
+	// group is the writes collected to run together once the earlier replies are queued
+	// (group.go; request goroutine only).
+	group *writeGroup
+	// lastGroup is the group started last (request goroutine only).
+	lastGroup *writeGroup
 	// epoch is the session's ownership epoch at this server, which every write carries
 	// (shard.Op.Epoch; 0 for a connection opened before format level 2). owned, when not nil,
 	// is closed once every data shard recorded it after a take-over (owner.go): no write of the
@@ -63,6 +68,10 @@ type conn struct {
 		closed  bool
 		reason  string
 		drained chan struct{} // closed when slots becomes empty; nil while empty
+		heads   []headWaiter  // closed when their slot reaches the head of slots
+		// reserved counts the slots ever reserved: a group knows from it whether any request
+		// came between it and the group before it.
+		reserved uint64
 	}
 	wake      chan struct{}
 	writerEnd chan struct{}
@@ -130,6 +139,7 @@ func (c *conn) reserve(kind string, on ...*router.Shard) *slot {
 		c.out.drained = make(chan struct{})
 	}
 	c.out.slots = append(c.out.slots, sl)
+	c.out.reserved++
 	c.out.Unlock()
 	c.s.o.Metrics.outstanding.Inc()
 	c.s.gate.add()
@@ -160,6 +170,7 @@ func (c *conn) complete(sl *slot, frame []byte) {
 			close(c.out.drained)
 			c.out.drained = nil
 		}
+		c.wakeHeads()
 	}
 	c.out.Unlock()
 	if n > 0 {
@@ -167,8 +178,10 @@ func (c *conn) complete(sl *slot, frame []byte) {
 	}
 }
 
-// waitIdle blocks until every earlier request of the connection has its reply queued.
+// waitIdle blocks until every earlier request of the connection has its reply queued. It
+// starts a pending group first (request goroutine only), whose replies it then waits for.
 func (c *conn) waitIdle() bool {
+	c.flushGroup()
 	c.out.Lock()
 	ch := c.out.drained
 	closed := c.out.closed
@@ -185,6 +198,57 @@ func (c *conn) waitIdle() bool {
 	case <-c.writerEnd:
 		return false
 	}
+}
+
+// headWaiter is a channel to close once every request before sl has its reply queued.
+type headWaiter struct {
+	sl *slot
+	ch chan struct{}
+}
+
+// whenHead returns a channel closed once every request before sl has its reply queued (sl is
+// at the head of the reply order), or at once if that is so already.
+func (c *conn) whenHead(sl *slot) <-chan struct{} {
+	ch := make(chan struct{})
+	c.out.Lock()
+	defer c.out.Unlock()
+	if len(c.out.slots) == 0 || c.out.slots[0] == sl {
+		close(ch)
+		return ch
+	}
+	c.out.heads = append(c.out.heads, headWaiter{sl: sl, ch: ch})
+	return ch
+}
+
+// wakeHeads closes the channel of a waiter whose slot reached the head (c.out held).
+func (c *conn) wakeHeads() {
+	if len(c.out.heads) == 0 {
+		return
+	}
+	keep := c.out.heads[:0]
+	for _, w := range c.out.heads {
+		if len(c.out.slots) == 0 || c.out.slots[0] == w.sl {
+			close(w.ch)
+			continue
+		}
+		keep = append(keep, w)
+	}
+	clear(c.out.heads[len(keep):])
+	c.out.heads = keep
+}
+
+// reservedSlots returns how many slots the connection ever reserved.
+func (c *conn) reservedSlots() uint64 {
+	c.out.Lock()
+	defer c.out.Unlock()
+	return c.out.reserved
+}
+
+// idle reports whether every request of the connection has its reply queued.
+func (c *conn) idle() bool {
+	c.out.Lock()
+	defer c.out.Unlock()
+	return len(c.out.slots) == 0
 }
 
 // waitEarlier blocks until every request before sl has its reply queued (sl is at the head of
@@ -212,6 +276,11 @@ func (c *conn) waitEarlier(sl *slot) bool {
 // throttle holds the request loop while the server is over its outstanding limit and this
 // connection has a request outstanding (see throttle.go).
 func (c *conn) throttle() {
+	if c.group != nil && c.s.gate.full() {
+		// The pending group's slots count as outstanding: it must not wait behind the gate
+		// it holds shut.
+		c.flushGroup()
+	}
 	c.out.Lock()
 	own := c.out.drained
 	c.out.Unlock()

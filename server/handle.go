@@ -30,6 +30,9 @@ func (c *conn) handle(frame []byte) bool {
 	now := time.Now()
 	c.reqNow = now
 	c.s.o.Metrics.countOp(h.Op)
+	if c.group != nil && !groupOpcode(h.Op) {
+		c.flushGroup() // this request waits behind the group's writes (group.go)
+	}
 	if c.readOnly {
 		switch {
 		case h.Op == wire.OpCloseSession:
@@ -561,12 +564,21 @@ func (c *conn) handleWrite(h wire.RequestHeader, frame []byte) bool {
 			return false
 		}
 	}
+	if grouped, alive := c.joinGroup(h, rec, body, sh); grouped || !alive {
+		return alive
+	}
 	if !c.writeBarrier(sh.ID) {
 		return false
 	}
 	sl := c.reserve("write", sh)
 	op := shard.Op{Session: c.sessionID, Epoch: c.epoch, Auth: c.AuthIDs(), Code: h.Op, Body: body,
 		MinZxid: c.lastZxid.Load(), ViewZxid: viewZxid}
+	c.propose(sl, h, rec, op, sh)
+	return true
+}
+
+// propose submits a single-shard write to sh's proposer; its reply fills sl.
+func (c *conn) propose(sl *slot, h wire.RequestHeader, rec wire.Record, op shard.Op, sh *router.Shard) {
 	sh.Proposer.Submit(&router.Request{Op: op, Done: func(res shard.OpResult, err error) {
 		switch {
 		case err != nil:
@@ -577,7 +589,6 @@ func (c *conn) handleWrite(h wire.RequestHeader, frame []byte) bool {
 			c.completeWrite(sl, h, res)
 		}
 	}})
-	return true
 }
 
 // frame builds a reply frame with a pre-encoded body.

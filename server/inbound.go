@@ -97,10 +97,15 @@ func (c *conn) requestLoop(r *bufio.Reader) {
 		c.readFrames(r, in)
 	}()
 	defer func() {
+		c.flushGroup() // a pending group completes its slots, replied or not
 		in.end(c.nc)
 		<-readerEnd
 	}()
-	for b := range in.batches {
+	for {
+		b, ok := c.nextBatch(in)
+		if !ok {
+			break
+		}
 		for _, frame := range b.frames {
 			c.throttle()
 			c.s.stats.received.Add(1)
@@ -125,6 +130,28 @@ func (c *conn) requestLoop(r *bufio.Reader) {
 	case isTimeout(err):
 		c.s.o.Log.Info("client silent for the session timeout, closing", "session", sessionHex(c.sessionID))
 	}
+}
+
+// nextBatch returns the next batch of frames, false once the reader ended. While a group of
+// writes is pending it also watches for the earlier replies the group waits for, and starts the
+// group as soon as they are queued: the writes read until then joined it (group.go).
+func (c *conn) nextBatch(in *inbound) (*batch, bool) {
+	for c.group != nil {
+		var decided <-chan struct{} // nil: none
+		if c.group.after != nil {
+			decided = c.group.after.decided
+		}
+		select {
+		case b, ok := <-in.batches:
+			return b, ok
+		case <-c.group.ready:
+			c.flushGroup()
+		case <-decided:
+			c.flushGroup() // it may start now if it spans shards (runGroup)
+		}
+	}
+	b, ok := <-in.batches
+	return b, ok
 }
 
 // readFrames reads batches of frames into in.batches, reporting the session's activity for

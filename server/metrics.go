@@ -20,6 +20,9 @@ type Metrics struct {
 	leaseWaits  prometheus.Counter
 	leaseDrops  prometheus.Counter
 	stuckDrops  prometheus.Counter
+	// groups and groupedWrites count group commits (group.go) and the writes they carried.
+	groups        prometheus.Counter
+	groupedWrites prometheus.Counter
 
 	// Pre-resolved children of the vectors, so the request path does no label lookups.
 	byOp      map[wire.OpCode]prometheus.Counter
@@ -54,6 +57,10 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "Connections closed because their session was not renewed for two thirds of its timeout."}),
 		stuckDrops: prometheus.NewCounter(prometheus.CounterOpts{Name: "corral_stuck_write_drops_total",
 			Help: "Connections closed because their oldest write waited longer than the read bound on a replica cut off from its shard's quorum."}),
+		groups: prometheus.NewCounter(prometheus.CounterOpts{Name: "corral_write_groups_total",
+			Help: "Groups of one session's pipelined writes across shards, run together after the earlier writes' replies."}),
+		groupedWrites: prometheus.NewCounter(prometheus.CounterOpts{Name: "corral_grouped_writes_total",
+			Help: "Writes that ran in a group (corral_write_groups_total)."}),
 	}
 	m.byOp = map[wire.OpCode]prometheus.Counter{}
 	for op, name := range opNames {
@@ -64,7 +71,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m.writeLat = m.latency.WithLabelValues("write")
 	if reg != nil {
 		reg.MustRegister(m.connections, m.outstanding, m.requests, m.latency, m.errors, m.watchEvents, m.rerouted, m.throttled,
-			m.leaseWaits, m.leaseDrops, m.stuckDrops)
+			m.leaseWaits, m.leaseDrops, m.stuckDrops, m.groups, m.groupedWrites)
 	}
 	return m
 }

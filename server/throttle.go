@@ -47,6 +47,9 @@ func (t *throttle) done() {
 // outstanding returns the number of requests read and not yet answered.
 func (t *throttle) outstanding() int64 { return t.n.Load() }
 
+// full reports whether a connection with requests outstanding would wait at the gate now.
+func (t *throttle) full() bool { return t.limit > 0 && t.n.Load() >= t.limit }
+
 // wait blocks while the count is at or above the limit, until it drops to resumeAt, own is
 // closed (the connection has nothing outstanding) or stop is closed. It reports whether it
 // waited.

@@ -58,6 +58,10 @@ type TxnPrepare struct {
 	// Move, when set, makes the transaction a subtree move (see move.go); Multi then has no
 	// ops.
 	Move *MoveSpec
+	// Group makes the ops independent writes of one session committed together (a group
+	// transaction, docs/design.md §8; format.Level4): an op that fails reports its error in its
+	// result and changes nothing, and the others still apply. Not with Move.
+	Group bool
 }
 
 // TxnCommit commits a prepared transaction under zxid Zxid; Time is the txn's ctime/mtime
@@ -115,7 +119,7 @@ type TxnReply struct {
 
 // Encodings of the transaction records (all integers varint-encoded, as the batch codec):
 //
-//	TxnPrepare: u8 version (1, or 2 with a move) | uvarint ID | uvarint Anchor | varint Deadline
+//	TxnPrepare: u8 version (1, 2 with a move, 3 for a group) | uvarint ID | uvarint Anchor | varint Deadline
 //	            | u8 Internal | bytes Multi (wire-encoded MultiRequest) | uvarint len(Roles)
 //	            | u8 role... | (version 2) MoveSpec
 //	TxnCommit:  u8 version | uvarint ID | varint Zxid | varint Time
@@ -127,15 +131,19 @@ type TxnReply struct {
 //
 // Decoders never panic, reject trailing bytes and wrap ErrMalformedTxn.
 const (
-	txnCodecVersion  = 1
-	txnPrepareMoveV2 = 2 // a TxnPrepare carrying a MoveSpec
+	txnCodecVersion   = 1
+	txnPrepareMoveV2  = 2 // a TxnPrepare carrying a MoveSpec
+	txnPrepareGroupV3 = 3 // a TxnPrepare with Group set (format.Level4)
 )
 
 // AppendTo appends the encoding of p to dst.
 func (p *TxnPrepare) AppendTo(dst []byte) []byte {
-	if p.Move != nil {
+	switch {
+	case p.Move != nil:
 		dst = append(dst, txnPrepareMoveV2)
-	} else {
+	case p.Group:
+		dst = append(dst, txnPrepareGroupV3)
+	default:
 		dst = append(dst, txnCodecVersion)
 	}
 	dst = binary.AppendUvarint(dst, p.ID)
@@ -161,9 +169,10 @@ func DecodeTxnPrepare(b []byte) (TxnPrepare, error) {
 	r := reader{buf: b}
 	var p TxnPrepare
 	v := r.byte()
-	if v != txnCodecVersion && v != txnPrepareMoveV2 && r.err == nil {
+	if v != txnCodecVersion && v != txnPrepareMoveV2 && v != txnPrepareGroupV3 && r.err == nil {
 		return TxnPrepare{}, fmt.Errorf("%w: prepare version %d", ErrMalformedTxn, v)
 	}
+	p.Group = v == txnPrepareGroupV3
 	p.ID = r.uvarint()
 	p.Anchor = r.uvarint()
 	p.Deadline = r.varint()

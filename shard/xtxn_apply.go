@@ -422,8 +422,16 @@ func (s *State) txnPrepare(p *preparedTxn) TxnReply {
 	return TxnReply{Outcome: TxnPrepared, Floor: floor, Results: results}
 }
 
+// GroupZxid is the zxid of op i of a group transaction committed at zxid: the commit's clock
+// counter plus i, with its tag. A group's writes are a session's separate requests, each with
+// its own zxid (as ZooKeeper gives them), increasing in the session's order. The anchor's
+// counter has not reached them (its floor is at most the commit's), and every participant's
+// last zxid becomes the group's last, so zxids still strictly increase in apply order.
+func GroupZxid(zxid int64, i int) int64 { return zxid + int64(i)<<tagBits }
+
 // evalTxn evaluates p's ops of this shard (roles other than RoleNone), in index order, in the
-// txn overlay under zxid and time, as a multi does: later ops see the earlier ones' effects.
+// txn overlay under zxid and time, as a multi does: later ops see the earlier ones' effects. In
+// a group (p.prep.Group) an op that fails gets an error result and the others go on.
 // It returns the results in final form, or the index of the first failing op and its error
 // (index -1 with MARSHALLINGERROR when the request as a whole is malformed: a read op in the
 // multi, or a plain create with a TTL mode reached before any op of this shard failed). The
@@ -450,7 +458,16 @@ func (s *State) evalTxn(p *preparedTxn, zxid, time int64) ([]wire.MultiResult, i
 			// The op's subtree moved away: the coordinator plans the transaction again.
 			return nil, int32(i), ErrMoved
 		}
+		if p.prep.Group {
+			t.zxid = GroupZxid(zxid, i)
+		}
 		if err := t.multiOp(op, role, &results[i], p.session, p.auth); err != wire.ErrOK {
+			if p.prep.Group && err != ErrMoved {
+				// A group's op fails alone: the checks of every op come before its
+				// changes, so the failed op left nothing in the overlay.
+				results[i] = wire.MultiResult{Op: wire.OpError, Err: err}
+				continue
+			}
 			return nil, int32(i), err
 		}
 	}
@@ -489,6 +506,9 @@ func (s *State) txnCommit(c *TxnCommit, now int64, events *[]Event) TxnReply {
 	}
 	*events = s.tx.commit(*events)
 	s.lastZxid = c.Zxid
+	if p.prep.Group {
+		s.lastZxid = GroupZxid(c.Zxid, len(p.prep.Multi.Ops)-1)
+	}
 	s.decide(c.ID, true, c.Zxid, now)
 	return TxnReply{Outcome: TxnCommitted, Zxid: c.Zxid, Results: results}
 }

@@ -1,0 +1,257 @@
+package server
+
+import (
+	"context"
+
+	"github.com/corral/corral/format"
+	"github.com/corral/corral/router"
+	"github.com/corral/corral/shard"
+	"github.com/corral/corral/wire"
+)
+
+// Group commit of one session's writes across shards (docs/design.md §8, "Pipelining one
+// session's writes across shards").
+//
+// Invariant: a session's writes take effect in request order, across shards too. No reader sees
+// a write of the session without every earlier one, and a later write's zxid is above an
+// earlier one's.
+//
+// Two shards' proposers do not order their entries against each other, so a write to another
+// shard than the connection's previous write cannot be proposed while earlier writes are
+// unanswered. Instead of stopping the request loop until they are (one Raft round per change of
+// shard), such a write starts a group, and every write read while the group waits for the
+// earlier replies joins it. Once every earlier reply is queued the group runs: on one shard its
+// writes go to that shard's proposer in order; over several, as one cross-shard transaction
+// whose ops succeed or fail one by one (router.TxnRequest.Group), so the whole group takes
+// effect at once on every shard it touches, or nowhere, each write with its own zxid in the
+// session's order (shard.GroupZxid). Writes read while a group runs form
+// the next group. Any other request (a read, a multi, a sync, an auth packet, a write that
+// cannot join) starts the pending group at once and then waits behind it as behind any write.
+
+// Bounds of one group: its ops travel in one Raft entry per participant.
+const (
+	maxGroupOps   = 256
+	maxGroupBytes = 1 << 20
+)
+
+// groupMarker is lastWriteShard while the connection's latest write is in a group: the next
+// write, to any shard, joins a group unless every earlier reply is queued.
+const groupMarker = ^uint64(0)
+
+// writeGroup is a session's writes collected to run together (request goroutine only until
+// started).
+type writeGroup struct {
+	session int64
+	epoch   uint64
+	auth    []wire.ID
+	ops     []wire.MultiOp
+	writes  []groupedWrite
+	bytes   int
+	// ready is closed once every request before the group has its reply queued.
+	ready <-chan struct{}
+	// after is the group just before this one, with no other request between them (nil if
+	// there is none): once it is decided, this group may be prepared as a transaction without
+	// waiting for its replies.
+	after *writeGroup
+	// end is the connection's count of reserved slots after this group's last (set when the
+	// group starts).
+	end uint64
+	// decided is closed once the group, run as a transaction, is decided to commit and its
+	// commits are submitted to every participant; top is then its last write's zxid.
+	decided chan struct{}
+	top     int64
+}
+
+// groupedWrite is one client write of a group.
+type groupedWrite struct {
+	h   wire.RequestHeader
+	rec wire.Record
+	// body is the request body the write's op was decoded from (its records alias it); a
+	// group that lands on one shard proposes it as a plain op.
+	body []byte
+	sl   *slot
+}
+
+// groupOpcode reports whether a request with this opcode may join a group (the request itself
+// may still not: groupOp).
+func groupOpcode(op wire.OpCode) bool {
+	switch op {
+	case wire.OpCreate, wire.OpCreate2, wire.OpCreateContainer, wire.OpDelete, wire.OpSetData:
+		return true
+	}
+	return false
+}
+
+// groupOp returns the multi op a write becomes in a group, or false for a write that runs alone:
+// a create with a mode a multi treats differently from a single request (container flag on a
+// plain create, TTL modes), and any other opcode.
+func groupOp(op wire.OpCode, rec wire.Record) (wire.MultiOp, bool) {
+	switch r := rec.(type) {
+	case *wire.CreateRequest:
+		if op != wire.OpCreateContainer && (r.Flags < wire.FlagPersistent || r.Flags > wire.FlagEphemeralSequential) {
+			return wire.MultiOp{}, false
+		}
+		if m, ok := singleAsMulti(op, rec); ok {
+			return m.Ops[0], true
+		}
+	case *wire.DeleteRequest:
+		return wire.MultiOp{Op: op, Delete: r}, true
+	case *wire.SetDataRequest:
+		return wire.MultiOp{Op: op, SetData: r}, true
+	}
+	return wire.MultiOp{}, false
+}
+
+// groups reports whether the ensemble reads group transactions (format.Level4).
+func (c *conn) groups() bool { return c.s.o.Sessions.Table().Level() >= format.Level4 }
+
+// joinGroup adds a single-shard write (to sh) to the pending group, or starts one when the write
+// goes to another shard than the previous write while earlier requests are unanswered. grouped
+// is false when the write runs alone (the caller proposes it after writeBarrier); alive is
+// false when the connection closed while waiting for the session's ownership record.
+func (c *conn) joinGroup(h wire.RequestHeader, rec wire.Record, body []byte, sh *router.Shard) (grouped, alive bool) {
+	op, ok := groupOp(h.Op, rec)
+	if !ok || !c.groups() {
+		c.flushGroup()
+		return false, true
+	}
+	if c.group == nil {
+		if c.lastWriteShard == sh.ID || c.idle() {
+			return false, true // in order behind the earlier writes, or nothing to wait for
+		}
+		if !c.awaitOwned() {
+			return false, false
+		}
+		c.group = &writeGroup{session: c.sessionID, epoch: c.epoch, auth: c.AuthIDs(), decided: make(chan struct{})}
+		if p := c.lastGroup; p != nil && p.end == c.reservedSlots() {
+			c.group.after = p
+		}
+	}
+	g := c.group
+	sl := c.reserve("write", sh)
+	if len(g.writes) == 0 {
+		g.ready = c.whenHead(sl)
+	}
+	g.ops = append(g.ops, op)
+	g.writes = append(g.writes, groupedWrite{h: h, rec: rec, body: body, sl: sl})
+	g.bytes += len(body)
+	c.lastWriteShard = groupMarker
+	if len(g.ops) >= maxGroupOps || g.bytes >= maxGroupBytes {
+		c.flushGroup()
+	}
+	return true, true
+}
+
+// flushGroup starts the pending group, if any: it runs once every earlier reply is queued.
+func (c *conn) flushGroup() {
+	g := c.group
+	if g == nil {
+		return
+	}
+	c.group = nil
+	g.end = c.reservedSlots()
+	c.lastGroup = g
+	c.s.o.Metrics.groups.Inc()
+	c.s.o.Metrics.groupedWrites.Add(float64(len(g.writes)))
+	go c.runGroup(g)
+}
+
+// runGroup waits for the replies of every request before g, then proposes g's writes: on one
+// shard in order through its proposer, over several as one group transaction. A group over
+// several shards right behind another such group starts as soon as that one is decided: its
+// prepares reach every shard after that group's commit (each shard's control proposer keeps
+// their order), its zxids are above that group's (MinZxid), and a reader that sees one of its
+// writes before that group's commit is applied on another shard finds that group prepared
+// there and waits for it (router.EnsureClosed), as for any transaction.
+func (c *conn) runGroup(g *writeGroup) {
+	r := c.s.o.Router
+	m := wire.MultiRequest{Ops: g.ops}
+	_, roles := r.PlanMulti(&m)
+	var early <-chan struct{} // nil: wait for every earlier reply
+	if roles != nil && g.after != nil {
+		early = g.after.decided
+	}
+	minZxid := int64(0)
+	select {
+	case <-g.ready:
+	case <-early:
+		minZxid = g.after.top
+	case <-c.writerEnd:
+		for _, w := range g.writes {
+			c.complete(w.sl, nil)
+		}
+		return
+	}
+	one, roles := r.PlanMulti(&m) // again: a subtree may have moved meanwhile
+	if roles == nil {
+		if minZxid != 0 {
+			// Planned over several shards, now on one: its proposer does not order these
+			// writes behind the earlier group's commit, so they wait for its replies.
+			select {
+			case <-g.ready:
+			case <-c.writerEnd:
+				for _, w := range g.writes {
+					c.complete(w.sl, nil)
+				}
+				return
+			}
+		}
+		// Every write on one shard: its proposer keeps them in order.
+		var viewZxid int64
+		if v := one.View(); v != nil {
+			viewZxid = v.Zxid()
+		}
+		for _, w := range g.writes {
+			op := shard.Op{Session: g.session, Epoch: g.epoch, Auth: g.auth, Code: w.h.Op, Body: w.body,
+				MinZxid: c.lastZxid.Load(), ViewZxid: viewZxid}
+			c.propose(w.sl, w.h, w.rec, op, one)
+		}
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), c.writeTimeout())
+	defer cancel()
+	req := &router.TxnRequest{Session: g.session, Epoch: g.epoch, Auth: g.auth,
+		MinZxid: max(c.lastZxid.Load(), minZxid), Multi: m, Group: true,
+		Decided: func(z int64) {
+			g.top = shard.GroupZxid(z, len(g.ops)-1)
+			close(g.decided)
+		}}
+	res, err := r.RunTxn(ctx, req, roles)
+	switch {
+	case err != nil:
+		for _, w := range g.writes {
+			c.writeFailed(w.sl, err)
+		}
+	case res.Failed:
+		// Refused as a whole: the session moved or expired, or the request is malformed.
+		if res.FailErr == wire.ErrSessionMoved {
+			c.logSessionMoved(wire.OpMulti)
+		}
+		for _, w := range g.writes {
+			c.complete(w.sl, c.frame(w.h.Xid, res.FailErr, 0, nil))
+			c.countReply(res.FailErr)
+		}
+	default:
+		for i, w := range g.writes {
+			z := shard.GroupZxid(res.Zxid, i)
+			c.complete(w.sl, c.frame(w.h.Xid, res.Results[i].Err, z, groupReplyBody(w.h.Op, &res.Results[i])))
+			c.countReply(res.Results[i].Err)
+		}
+	}
+}
+
+// groupReplyBody is the body of a grouped write's reply, as the single request's reply has it.
+func groupReplyBody(op wire.OpCode, r *wire.MultiResult) []byte {
+	if r.Err != wire.ErrOK {
+		return nil
+	}
+	switch op {
+	case wire.OpCreate:
+		return encodeRecord(&wire.CreateResponse{Path: r.Path})
+	case wire.OpCreate2, wire.OpCreateContainer:
+		return encodeRecord(&wire.Create2Response{Path: r.Path, Stat: r.Stat})
+	case wire.OpSetData:
+		return encodeRecord(&wire.SetDataResponse{Stat: r.Stat})
+	}
+	return nil
+}

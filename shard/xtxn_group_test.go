@@ -1,0 +1,94 @@
+package shard
+
+import (
+	"testing"
+
+	"github.com/corral/corral/wire"
+)
+
+// TestTxnGroupOpsFailAlone: in a group prepare (TxnPrepare.Group) an op that fails gets its
+// error result and changes nothing, the others commit, op i at the commit's zxid plus i
+// (GroupZxid), a later op sees an earlier one's effect, and the shard's next write comes after
+// the group's last zxid; the same ops without Group fail as a whole at prepare.
+func TestTxnGroupOpsFailAlone(t *testing.T) {
+	ops := multiOf(
+		mCreate("/a", []byte("1"), 0),
+		mCreate("/a", []byte("2"), 0), // NODEEXISTS: /a created by op 0
+		mCreate("/a/b", nil, 0),       // sees op 0's /a
+		mSet("/nope", nil, -1),        // NONODE
+		mSet("/a", []byte("3"), 0),    // version 0 of op 0's /a
+		mDelete("/a/b", 5),            // BADVERSION
+	)
+	roles := []TxnRole{RoleFull, RoleFull, RoleFull, RoleFull, RoleFull, RoleFull}
+
+	plain := NewState(StateConfig{Tag: 1, OwnsRoot: true})
+	rep, _, _ := txnReply(t, plain, ctl(1, 1000, prepareOp(TxnPrepare{ID: 3, Anchor: 1, Deadline: 9_999, Multi: ops, Roles: roles})))
+	if rep.Outcome != TxnFailed || rep.FailIndex != 1 || rep.FailErr != wire.ErrNodeExists {
+		t.Fatalf("plain prepare: %+v", rep)
+	}
+
+	s := NewState(StateConfig{Tag: 1, OwnsRoot: true})
+	p := TxnPrepare{ID: 5, Anchor: 1, Deadline: 9_999, Multi: ops, Roles: roles, Group: true}
+	rep, _, _ = txnReply(t, s, ctl(1, 1000, prepareOp(p)))
+	if rep.Outcome != TxnPrepared {
+		t.Fatalf("group prepare: %+v", rep)
+	}
+	if _, ok := s.View(0).Get("/a"); ok {
+		t.Fatal("a prepared group changed the tree")
+	}
+	z := rep.Floor<<8 | 1
+	rep, _, _ = txnReply(t, s, ctl(2, 1000, commitOp(5, z, 1000)))
+	if rep.Outcome != TxnCommitted || len(rep.Results) != len(ops.Ops) {
+		t.Fatalf("group commit: %+v", rep)
+	}
+	wantErr := []wire.Err{wire.ErrOK, wire.ErrNodeExists, wire.ErrOK, wire.ErrNoNode, wire.ErrOK, wire.ErrBadVersion}
+	for i, r := range rep.Results {
+		if r.Err != wantErr[i] || (wantErr[i] != wire.ErrOK) != (r.Op == wire.OpError) {
+			t.Fatalf("result %d: %+v, want error %d", i, r, wantErr[i])
+		}
+	}
+	if rep.Results[2].Path != "/a/b" || rep.Results[2].Stat.Czxid != GroupZxid(z, 2) ||
+		rep.Results[4].Stat.Version != 1 || rep.Results[4].Stat.Mzxid != GroupZxid(z, 4) {
+		t.Fatalf("results: %+v", rep.Results)
+	}
+	v := s.View(0)
+	if n, ok := v.Get("/a"); !ok || string(n.Data()) != "3" || n.Stat().Czxid != z || n.Stat().Version != 1 {
+		t.Fatalf("/a: %+v %v", n, ok)
+	}
+	if _, ok := v.Get("/a/b"); !ok {
+		t.Fatal("/a/b missing: the failed delete removed it or the create did not apply")
+	}
+	if v.Zxid() != GroupZxid(z, 5) {
+		t.Fatalf("view zxid %x, want the last op's %x", v.Zxid(), GroupZxid(z, 5))
+	}
+	if n, _ := v.Get("/"); n.Stat().Pzxid != z {
+		t.Fatalf("/ pzxid %x, want op 0's %x", n.Stat().Pzxid, z)
+	}
+	// The next write's zxid is above the group's last.
+	res, _ := s.Apply(batch(1, 1, 1000, opCreate("/c", nil, 0)))
+	if res.Results[0].Err != wire.ErrOK || res.Results[0].Zxid <= GroupZxid(z, 5) {
+		t.Fatalf("next write: %+v", res.Results[0])
+	}
+}
+
+// TestTxnGroupPrepareEncoding: Group survives the encoding (version 3), and a move or plain
+// prepare keeps its own version.
+func TestTxnGroupPrepareEncoding(t *testing.T) {
+	for _, p := range []TxnPrepare{
+		{ID: 1, Anchor: 2, Deadline: 3, Multi: multiOf(mCreate("/x", nil, 0)), Roles: []TxnRole{RoleFull}, Group: true},
+		{ID: 1, Anchor: 2, Deadline: 3, Multi: multiOf(mCreate("/x", nil, 0)), Roles: []TxnRole{RoleFull}},
+	} {
+		b := p.AppendTo(nil)
+		want := byte(txnCodecVersion)
+		if p.Group {
+			want = txnPrepareGroupV3
+		}
+		if b[0] != want {
+			t.Fatalf("version byte %d, want %d", b[0], want)
+		}
+		got, err := DecodeTxnPrepare(b)
+		if err != nil || got.Group != p.Group || got.ID != p.ID || len(got.Multi.Ops) != 1 {
+			t.Fatalf("decoded %+v, %v", got, err)
+		}
+	}
+}
