@@ -41,6 +41,8 @@ type rbWorkload struct {
 	ephs      []*rbEph
 	writer    *rbRegister // the watch key's writer
 	watcher   *rbWatcher
+	pipes     []*rbPipe
+	pipeSubs  []string // the pipe workers' subtrees, alternating between the data shards
 
 	seqParent, lockParent, resource, ephParent, watchKey string
 }
@@ -80,6 +82,12 @@ func (r *rbRun) setup() *rbWorkload {
 	}
 	create(w.resource, "t0-init")
 	create(w.watchKey, "w0")
+	w.pipeSubs = rbNames("pipe", 2)
+	for _, sub := range w.pipeSubs {
+		if _, err := setup.conn.Create("/"+sub, nil, 0, rbACL); err != nil {
+			t.Fatalf("create /%s: %v", sub, err)
+		}
+	}
 	r.subtrees = rbNames("reg", 1)
 	for _, sub := range r.subtrees {
 		if _, err := setup.conn.Create("/"+sub, nil, 0, rbACL); err != nil {
@@ -116,6 +124,16 @@ func (r *rbRun) setup() *rbWorkload {
 		e.w = &rbWorker{name: fmt.Sprintf("ephemeral %d (server %d)", home, home+1), conn: r.dial(home, true, e.event), pinned: true}
 		w.ephs = append(w.ephs, e)
 	}
+	for home := 0; home < n; home++ {
+		p := &rbPipe{id: home, subs: w.pipeSubs, addr: []string{r.e.Addr(home)}}
+		for i := 0; i < n; i++ {
+			if i != home {
+				p.addr = append(p.addr, r.e.Addr(i))
+			}
+		}
+		p.w = &rbWorker{name: fmt.Sprintf("pipe %d (server %d)", home, home+1)}
+		w.pipes = append(w.pipes, p)
+	}
 	wc := r.recClient(0, false)
 	w.writer = &rbRegister{c: &shClient{client: wc}, w: &rbWorker{name: "watch writer (server 1)", conn: wc.conn}}
 	watcherHome := 1 % n
@@ -134,6 +152,9 @@ func (r *rbRun) setup() *rbWorkload {
 	}
 	for _, e := range w.ephs {
 		r.spawn(e.w, func(ctx context.Context) { e.run(ctx, r) })
+	}
+	for _, p := range w.pipes {
+		r.spawn(p.w, func(ctx context.Context) { p.run(ctx, r) })
 	}
 	r.spawn(w.writer.w, func(ctx context.Context) { w.writer.runWatchWriter(ctx, r, w.watchKey) })
 	r.spawn(w.watcher.w, func(ctx context.Context) { w.watcher.run(ctx, r) })
@@ -979,4 +1000,5 @@ func (r *rbRun) check(w *rbWorkload, res *rbResult) {
 	defer checker.Close()
 	res.ops["seq"] = r.checkSeq(w, checker)
 	res.ops["ephemeral"] = r.checkEph(w, checker)
+	res.ops["pipe"] = r.checkPipe(w, checker)
 }

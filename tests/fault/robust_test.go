@@ -54,7 +54,10 @@ import (
 //   - watch delivery: a writer sets a key with increasing values, a watcher on another server
 //     re-reads on every event: an event's read shows a newer version than the read that armed
 //     it (no spurious or duplicate event), a session never reads an older version, and after
-//     the fault the watcher sees the final version.
+//     the fault the watcher sees the final version;
+//   - pipelined writes across shards (robust_pipe_test.go, Corral's client): a session sends
+//     bursts of creates round-robin over subtrees of both data shards; every acknowledged
+//     create is there, and the creates there are a prefix of what the session sent.
 //
 // Every run logs the nemesis, the victim, the outage, the operations per checker, the
 // violations and the longest unavailability (the longest interval without a successful
@@ -518,8 +521,8 @@ func (r *rbRun) violation(format string, args ...any) {
 // measures the longest interval without one.
 type rbWorker struct {
 	name   string
-	pinned bool // connects to its home server only
-	conn   *zk.Conn
+	pinned bool     // connects to its home server only
+	conn   *zk.Conn // nil for a pipe worker, which opens its own sessions
 	cancel context.CancelFunc
 	done   chan struct{}
 
@@ -663,7 +666,9 @@ func runRobust(t *testing.T, target rbTarget, n rbNemesis, op rbOp, seed uint64,
 		}
 		r.wg.Wait()
 		for _, wk := range r.workers {
-			wk.conn.Close()
+			if wk.conn != nil { // a pipe worker's sessions are its own (robust_pipe_test.go)
+				wk.conn.Close()
+			}
 		}
 	}()
 	loadStart := r.rec.Now()
