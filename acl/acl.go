@@ -16,6 +16,7 @@ const (
 	SchemeDigest = "digest"
 	SchemeIP     = "ip"
 	SchemeSuper  = "super"
+	SchemeSASL   = "sasl"
 )
 
 // Check reports whether ids may perform perm (one or more wire.Perm* bits; any overlapping bit
@@ -57,6 +58,10 @@ func matches(scheme, id, expr string) bool {
 		return id == expr
 	case SchemeIP:
 		return ipMatches(id, expr)
+	case SchemeSASL:
+		// SASLAuthenticationProvider.matches: a SASL user named "super" matches every sasl
+		// entry (zookeeper.letAnySaslUserDoX is not supported).
+		return id == expr || id == "super"
 	case SchemeWorld:
 		return false // only world:anyone grants, handled by Check
 	}
@@ -83,6 +88,9 @@ func Digest(userPassword string) string {
 //   - digest ids must split on ':' into exactly two parts (Java split semantics: trailing empty
 //     parts are dropped, so "user:" is invalid and "a:b:" is valid);
 //   - ip ids must be an IPv4 or IPv6 address with an optional /bits suffix within range;
+//   - sasl ids must be Kerberos-style names (saslValid), and the "auth" scheme expands to the
+//     caller's sasl ids too: Corral always has ZooKeeper's SASLAuthenticationProvider
+//     (authProvider.N), see the package doc;
 //   - any other scheme is INVALIDACL.
 //
 // The returned slice is freshly allocated; acls is not modified.
@@ -133,7 +141,7 @@ func Fixup(acls []wire.ACL, ids []wire.ID) ([]wire.ACL, wire.Err) {
 // (ServerAuthenticationProvider.isAuthenticated; schemes without a provider, such as super, are
 // skipped).
 func authenticated(scheme string) bool {
-	return scheme == SchemeDigest
+	return scheme == SchemeDigest || scheme == SchemeSASL
 }
 
 // ValidID reports whether id is acceptable in an ACL entry of a known provider (isValid of the
@@ -146,8 +154,17 @@ func ValidID(id wire.ID) bool {
 		return digestValid(id.ID)
 	case SchemeIP:
 		return ipValid(id.ID)
+	case SchemeSASL:
+		return saslValid(id.ID)
 	}
 	return false
+}
+
+// saslValid is SASLAuthenticationProvider.isValid: the id parses as a KerberosName (at most
+// one '@'; with one, no '/' after it and at most one before it).
+func saslValid(id string) bool {
+	principal, realm, found := strings.Cut(id, "@")
+	return !found || (!strings.ContainsAny(realm, "/@") && strings.Count(principal, "/") <= 1)
 }
 
 // digestValid is DigestAuthenticationProvider.isValid: id.split(":").length == 2, with Java's

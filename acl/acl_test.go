@@ -64,6 +64,11 @@ func TestCheck(t *testing.T) {
 		// a later entry can grant what an earlier one does not
 		22: {[]wire.ACL{entry(wire.PermRead, "world", "anyone"), entry(wire.PermWrite, "ip", "127.0.0.1")}, wire.PermWrite, []wire.ID{id("ip", "127.0.0.1")}, true},
 		23: {[]wire.ACL{entry(wire.PermAll, "x509", "CN=a")}, wire.PermRead, []wire.ID{id("x509", "CN=a")}, true},
+		24: {[]wire.ACL{entry(wire.PermAll, "sasl", "bob")}, wire.PermRead, []wire.ID{id("sasl", "bob")}, true},
+		25: {[]wire.ACL{entry(wire.PermAll, "sasl", "bob")}, wire.PermRead, []wire.ID{id("sasl", "alice")}, false},
+		// SASLAuthenticationProvider.matches: the SASL user "super" matches every sasl entry
+		26: {[]wire.ACL{entry(wire.PermAll, "sasl", "bob")}, wire.PermRead, []wire.ID{id("sasl", "super")}, true},
+		27: {[]wire.ACL{entry(wire.PermAll, "sasl", "bob")}, wire.PermRead, []wire.ID{id("digest", "bob")}, false},
 	}
 	for i, tt := range tests {
 		if got := Check(tt.acls, tt.perm, tt.ids); got != tt.want {
@@ -114,7 +119,11 @@ func TestFixup(t *testing.T) {
 		21: {[]wire.ACL{entry(wire.PermAll, "ip", "::1/128")}, nil, []wire.ACL{entry(wire.PermAll, "ip", "::1/128")}, wire.ErrOK},
 		22: {[]wire.ACL{entry(wire.PermAll, "ip", "::1/129")}, nil, nil, wire.ErrInvalidACL},
 		23: {[]wire.ACL{entry(wire.PermAll, "super", "")}, []wire.ID{id("super", "")}, nil, wire.ErrInvalidACL},
-		24: {[]wire.ACL{entry(wire.PermAll, "sasl", "bob")}, nil, nil, wire.ErrInvalidACL},
+		// the sasl provider is always there (authProvider.N=...SASLAuthenticationProvider)
+		24: {[]wire.ACL{entry(wire.PermAll, "sasl", "bob")}, nil, []wire.ACL{entry(wire.PermAll, "sasl", "bob")}, wire.ErrOK},
+		26: {[]wire.ACL{entry(wire.PermAll, "sasl", "bob/h@R/x")}, nil, nil, wire.ErrInvalidACL},
+		27: {[]wire.ACL{entry(wire.PermRead, "auth", "")}, []wire.ID{id("ip", "1.2.3.4"), id("sasl", "bob")},
+			[]wire.ACL{entry(wire.PermRead, "sasl", "bob")}, wire.ErrOK},
 		// one bad entry rejects the whole list
 		25: {[]wire.ACL{entry(wire.PermAll, "world", "anyone"), entry(wire.PermAll, "ip", "1.2.3.256")}, nil, nil, wire.ErrInvalidACL},
 	}

@@ -6,11 +6,14 @@
 //
 // Identities: a caller's identities are a []wire.ID collected by the connection layer: the
 // implicit ("ip", address) of the connection, one ("digest", "user:hash") per successful digest
-// auth packet, and ("super", "") when the credential matched the configured super digest.
+// auth packet, ("sasl", id) after a SASL exchange, and ("super", "") when the credential
+// matched the configured super digest or SASL super user.
 //
-// Authentication providers: like a ZooKeeper server with its default configuration, this package
-// knows two providers, "ip" and "digest". Only they (and world:anyone, and the "auth"
-// pseudo-scheme) are accepted by Fixup. Check matches an ACL entry of any other scheme by
+// Authentication providers: this package knows the providers "ip" and "digest" of a ZooKeeper
+// server's default configuration and "sasl", which ZooKeeper has only when authProvider.N names
+// SASLAuthenticationProvider (Corral has it always, so that ACL validity does not depend on the
+// configuration inside Raft apply; docs/compatibility.md). Only they (and world:anyone, and the
+// "auth" pseudo-scheme) are accepted by Fixup. Check matches an ACL entry of any other scheme by
 // equality with the caller's id of that scheme (ZooKeeper would find no provider and never match;
 // such entries cannot be created through Fixup). "super" is never an ACL scheme in practice: it
 // only appears among a caller's ids, where it grants everything.

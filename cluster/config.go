@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"fmt"
 	"github.com/corral/corral/router"
+	"github.com/corral/corral/sasl"
 	"io"
 	"log/slog"
 	"net"
@@ -86,7 +87,12 @@ type Config struct {
 	RaftMessageBytes uint64
 	// CheckQuorum makes a Raft leader step down when it has not heard from a quorum for an
 	// election timeout (corral.checkQuorum; default true, docs/design.md §15).
-	CheckQuorum          bool
+	CheckQuorum bool
+	// SASL holds the SASL and authentication-enforcement settings (zoo.cfg keys, with or
+	// without "zookeeper.", and -D flags in SERVER_JVMFLAGS; package sasl); SASLAuth is their
+	// loaded form, set by LoadConfig.
+	SASL                 sasl.Config
+	SASLAuth             *sasl.Auth
 	Unknown              []string // keys not understood (warned about)
 	applyDelayForTests   time.Duration
 	applyLagForTests     map[uint64]time.Duration
@@ -139,6 +145,9 @@ func LoadConfig(path string, log *slog.Logger) (Config, error) {
 	if err := cfg.loadMyID(); err != nil {
 		return Config{}, err
 	}
+	if err := cfg.loadSASL(path, log); err != nil {
+		return Config{}, err
+	}
 	for _, k := range cfg.Unknown {
 		if log != nil {
 			log.Warn("unknown configuration key ignored", "key", k, "file", path)
@@ -164,6 +173,24 @@ func (c *Config) loadMyID() error {
 		return fmt.Errorf("cluster: myid %q is not a number", strings.TrimSpace(string(b)))
 	}
 	c.MyID = id
+	return nil
+}
+
+// loadSASL applies SERVER_JVMFLAGS's -D flags (what zkServer.sh passes to Java) under the
+// zoo.cfg keys, resolves a relative corral.jaasConfig against the zoo.cfg directory and loads
+// the JAAS file.
+func (c *Config) loadSASL(path string, log *slog.Logger) error {
+	if f := c.SASL.JAASFile; f != "" && !filepath.IsAbs(f) {
+		c.SASL.JAASFile = filepath.Join(filepath.Dir(path), f)
+	}
+	if err := c.SASL.ApplyJVMFlags(os.Getenv("SERVER_JVMFLAGS")); err != nil {
+		return fmt.Errorf("cluster: %w", err)
+	}
+	a, err := c.SASL.Load(log)
+	if err != nil {
+		return fmt.Errorf("cluster: %w", err)
+	}
+	c.SASLAuth = a
 	return nil
 }
 
@@ -327,6 +354,8 @@ func (c *Config) set(k, v string, minST, maxST *time.Duration) error {
 			}
 			c.applyLagForTests[n] = d
 		}
+	case sasl.IsKey(k):
+		err = c.SASL.Set(k, v)
 	case strings.HasPrefix(k, "server."):
 		p, perr := parsePeer(strings.TrimPrefix(k, "server."), v)
 		if perr != nil {

@@ -465,6 +465,7 @@ func (s *Server) startClientPort() error {
 		ReadOnly:         s.readOnly,
 		MetaCutOff:       s.metaCutOff,
 		Leaderless:       s.leaderless,
+		SASL:             s.cfg.SASLAuth,
 	})
 	s.srvPtr.Store(s.client)
 	s.wg.Add(1)

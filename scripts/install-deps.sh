@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # Installs what Corral's tests need from Debian: Apache ZooKeeper 3.8 (the
-# differential-test oracle and benchmark baseline), its C client, kazoo, and
+# differential-test oracle and benchmark baseline), its C client, kazoo with
+# pure-sasl (kazoo's SASL DIGEST-MD5, tests/sasl), and
 # iptables (the fault tests cut servers off from each other on loopback).
 # Idempotent: packages already installed are left alone, and `apt-get update`
 # runs only when something has to be installed. Non-interactive; run as root
 # (or with sudo available).
 set -euo pipefail
 
-PACKAGES=(zookeeper zookeeper-bin python3-kazoo iptables)
+PACKAGES=(zookeeper zookeeper-bin python3-kazoo python3-pure-sasl iptables)
 
 export DEBIAN_FRONTEND=noninteractive
 

@@ -30,6 +30,9 @@ func (c *conn) handle(frame []byte) bool {
 	now := time.Now()
 	c.reqNow = now
 	c.s.o.Metrics.countOp(h.Op)
+	if h.Op != wire.OpAuth && h.Op != wire.OpSASL && !c.s.o.SASL.Admits(c.AuthIDs()) {
+		return c.refuseUnauthenticated(h) // enforce.auth.*, sessionRequireClientSASLAuth (sasl.go)
+	}
 	if c.group != nil && !groupOpcode(h.Op) {
 		c.flushGroup() // this request waits behind the group's writes (group.go)
 	}
@@ -61,7 +64,7 @@ func (c *conn) handle(frame []byte) bool {
 	}
 	switch h.Op {
 	case wire.OpSASL:
-		return c.handleSASL(h)
+		return c.handleSASL(h, body)
 	case wire.OpDeleteContainer, wire.OpCreateSession:
 		// Valid request types that only servers generate. ZooKeeper 3.8.0's PrepRequestProcessor
 		// turns them into an error txn (BADARGUMENTS for deleteContainer, MARSHALLINGERROR for
@@ -469,18 +472,6 @@ func (c *conn) handleAuth(h wire.RequestHeader, body []byte) bool {
 	// ZooKeeper answers with the request's xid: -4 from the Java and C clients and kazoo, an
 	// ordinary xid from go-zookeeper.
 	c.send(wire.AppendReply(nil, wire.ReplyHeader{Xid: h.Xid, Zxid: 0, Err: wire.ErrOK}, nil))
-	return true
-}
-
-// handleSASL answers a sasl request as ZooKeeper 3.8.0 does without a SASL server configured: its
-// processSasl catches the NullPointerException of the missing ZooKeeperSaslServer and replies OK
-// with a null token and zxid 0, outside the request pipeline; the connection stays open and no
-// identity is added.
-func (c *conn) handleSASL(h wire.RequestHeader) bool {
-	if !c.waitIdle() {
-		return false
-	}
-	c.send(wire.AppendReply(nil, wire.ReplyHeader{Xid: h.Xid, Zxid: 0, Err: wire.ErrOK}, &wire.SetSASLResponse{}))
 	return true
 }
 

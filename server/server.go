@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/corral/corral/router"
+	"github.com/corral/corral/sasl"
 	"github.com/corral/corral/session"
 	"github.com/corral/corral/watchhub"
 )
@@ -59,6 +60,9 @@ type Options struct {
 	// leader (it is campaigning): with no confirmation for MaxReadAge, requests on it close
 	// their connection soon (stuck.go).
 	Leaderless func(shardID uint64) bool
+	// SASL is the SASL server and the authentication enforcement (sasl.go); nil: none, and sasl
+	// packets are answered as by a ZooKeeper without a JAAS Server section.
+	SASL *sasl.Auth
 }
 
 // Info is what four-letter words report about the server.

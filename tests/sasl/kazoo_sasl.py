@@ -1,0 +1,46 @@
+"""Runs kazoo operations against a ZooKeeper-protocol server as one SASL DIGEST-MD5 user and
+prints one line per outcome (the Go test compares them between servers).
+
+usage: kazoo_sasl.py HOSTS USER PASSWORD OP...   (USER "" = no SASL)
+OP: create:PATH:ACLUSER (ACL sasl:ACLUSER:cdrwa), get:PATH, getacl:PATH, whoami
+"""
+import sys
+
+from kazoo.client import KazooClient
+from kazoo.security import ACL, Id, Permissions
+
+hosts, user, password = sys.argv[1:4]
+opts = None
+if user:
+    opts = {"mechanism": "DIGEST-MD5", "username": user, "password": password}
+states = []
+zk = KazooClient(hosts=hosts, sasl_options=opts, timeout=10,
+                 connection_retry={"max_tries": 0})
+zk.add_listener(lambda s: states.append(str(s)))
+try:
+    zk.start(timeout=15)
+    print("start: ok")
+except Exception as e:  # noqa: BLE001 - the class is the outcome
+    print("start: %s" % type(e).__name__)
+    print("states: %s" % ",".join(states))
+    zk.stop()
+    zk.close()
+    sys.exit(0)
+
+for op in sys.argv[4:]:
+    kind, _, arg = op.partition(":")
+    try:
+        if kind == "create":
+            path, _, acluser = arg.partition(":")
+            acl = ACL(Permissions.ALL, Id("sasl", acluser))
+            print("create: %s" % zk.create(path, b"x", acl=[acl]))
+        elif kind == "get":
+            print("get: %r" % zk.get(arg)[0])
+        elif kind == "getacl":
+            print("getacl: %s" % ["%s:%s:%d" % (a.id.scheme, a.id.id, a.perms) for a in zk.get_acls(arg)[0]])
+        else:
+            raise SystemExit("unknown op " + op)
+    except Exception as e:  # noqa: BLE001
+        print("%s: %s" % (kind, type(e).__name__))
+zk.stop()
+zk.close()
