@@ -6,14 +6,17 @@
 //
 // Identities: a caller's identities are a []wire.ID collected by the connection layer: the
 // implicit ("ip", address) of the connection, one ("digest", "user:hash") per successful digest
-// auth packet, and ("super", "") when the credential matched the configured super digest.
+// auth packet, ("super", "") when the credential matched the configured super digest, and
+// ("x509", subject) for a TLS client with a certificate.
 //
-// Authentication providers: like a ZooKeeper server with its default configuration, this package
-// knows two providers, "ip" and "digest". Only they (and world:anyone, and the "auth"
-// pseudo-scheme) are accepted by Fixup. Check matches an ACL entry of any other scheme by
-// equality with the caller's id of that scheme (ZooKeeper would find no provider and never match;
-// such entries cannot be created through Fixup). "super" is never an ACL scheme in practice: it
-// only appears among a caller's ids, where it grants everything.
+// Authentication providers: like a ZooKeeper server with a secure client port, this package
+// knows three providers, "ip", "digest" and "x509" (a TLS client's certificate subject, added by
+// the connection layer; x509.go). Only they (and world:anyone, and the "auth" pseudo-scheme) are
+// accepted by Fixup; "auth" expands to the caller's digest and x509 ids. Check matches an ACL
+// entry of any other scheme by equality with the caller's id of that scheme (ZooKeeper would
+// find no provider and never match; such entries cannot be created through Fixup). "super" is
+// never an ACL scheme in practice: it only appears among a caller's ids, where it grants
+// everything.
 //
 // IP ACLs accept IPv4 and IPv6 (colon form, optional ::, no embedded IPv4, no zone) with the
 // parser of current ZooKeeper; early 3.8 releases parsed IPv4 only, so an IPv6 ip ACL that this

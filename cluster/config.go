@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"fmt"
 	"github.com/corral/corral/router"
+	"github.com/corral/corral/tlsconf"
 	"io"
 	"log/slog"
 	"net"
@@ -86,7 +87,10 @@ type Config struct {
 	RaftMessageBytes uint64
 	// CheckQuorum makes a Raft leader step down when it has not heard from a quorum for an
 	// election timeout (corral.checkQuorum; default true, docs/design.md §15).
-	CheckQuorum          bool
+	CheckQuorum bool
+	// TLS is the secure client port (secureClientPort, ssl.*; package tlsconf).
+	TLS                  tlsconf.Settings
+	clientPortSet        bool     // clientPort was given (with only secureClientPort, no plaintext port)
 	Unknown              []string // keys not understood (warned about)
 	applyDelayForTests   time.Duration
 	applyLagForTests     map[uint64]time.Duration
@@ -115,6 +119,7 @@ func DefaultConfig() Config {
 		RaftQueueBytes:   64 << 20,
 		RaftMessageBytes: 1 << 20,
 		CheckQuorum:      true,
+		TLS:              tlsconf.Defaults(),
 	}
 }
 
@@ -196,6 +201,9 @@ func ParseConfig(r io.Reader) (Config, error) {
 		return cfg, err
 	}
 	sort.Slice(cfg.Peers, func(i, j int) bool { return cfg.Peers[i].ID < cfg.Peers[j].ID })
+	if cfg.TLS.Enabled() && !cfg.clientPortSet {
+		cfg.ClientPort = 0 // secureClientPort alone: no plaintext port, as in ZooKeeper
+	}
 	cfg.MinSessionTimeout, cfg.MaxSessionTimeout = 2*cfg.TickTime, 20*cfg.TickTime
 	if minST > 0 {
 		cfg.MinSessionTimeout = minST
@@ -239,6 +247,7 @@ func (c *Config) set(k, v string, minST, maxST *time.Duration) error {
 		c.DataLogDir = v
 	case k == "clientPort":
 		c.ClientPort, err = atoi()
+		c.clientPortSet = true
 	case k == "clientPortAddress":
 		c.ClientPortAddress = v
 	case k == "globalOutstandingLimit":
@@ -339,7 +348,10 @@ func (c *Config) set(k, v string, minST, maxST *time.Duration) error {
 		k == "admin.enableServer", k == "metricsProvider.className", k == "metricsProvider.httpPort":
 		// Understood and not needed by Corral.
 	default:
-		c.Unknown = append(c.Unknown, k)
+		var ok bool
+		if ok, err = c.TLS.Set(k, v); !ok {
+			c.Unknown = append(c.Unknown, k)
+		}
 	}
 	return err
 }
@@ -390,7 +402,7 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("cluster: tickTime must be positive")
 	case c.DataDir == "":
 		return fmt.Errorf("cluster: dataDir is required")
-	case c.ClientPort <= 0 || c.ClientPort > 65535:
+	case c.ClientPort < 0 || c.ClientPort > 65535 || (c.ClientPort == 0 && !c.TLS.Enabled()):
 		return fmt.Errorf("cluster: clientPort %d out of range", c.ClientPort)
 	case c.Shards < 1 || c.Shards > 200:
 		return fmt.Errorf("cluster: corral.shards %d must be 1..200", c.Shards)
@@ -412,6 +424,9 @@ func (c *Config) Validate() error {
 		}
 	} else if c.PeerType == "observer" {
 		return fmt.Errorf("cluster: peerType=observer needs server.N lines naming the participants")
+	}
+	if err := c.TLS.Validate(); err != nil {
+		return fmt.Errorf("cluster: %w", err)
 	}
 	return nil
 }
@@ -439,7 +454,11 @@ func (c *Config) Self() Peer {
 			return p
 		}
 	}
-	return Peer{ID: c.MyID, Host: "127.0.0.1", PeerPort: c.ClientPort + 10000}
+	port := c.ClientPort
+	if port == 0 {
+		port = c.TLS.SecurePort // secureClientPort alone
+	}
+	return Peer{ID: c.MyID, Host: "127.0.0.1", PeerPort: port + 10000}
 }
 
 // AllPeers returns the server.N lines, observers included (just Self when standalone). They
