@@ -14,7 +14,6 @@ import (
 
 	"github.com/corral/corral/internal/apachezk"
 	"github.com/corral/corral/internal/testcluster"
-	"github.com/corral/corral/wire"
 )
 
 // observed is what a client sees of a secure client port.
@@ -49,22 +48,14 @@ func observe(t *testing.T, e *env, addr string) observed {
 		}
 	}
 	if nc, err := tls.Dial("tcp", addr, e.tlsConfig(t, "")); err == nil {
-		enc := wire.NewEncoder(nil)
-		m := wire.BeginFrame(enc)
-		(&wire.ConnectRequest{TimeOut: 10000, Passwd: make([]byte, 16)}).Encode(enc)
-		wire.EndFrame(enc, m)
-		nc.Write(enc.Bytes())
+		nc.Write(connectFrame())
 		nc.SetDeadline(time.Now().Add(5 * time.Second))
 		b, _ := io.ReadAll(nc)
 		o.noCert = len(b) > 0
 		nc.Close()
 	}
 	if nc, err := net.Dial("tcp", addr); err == nil {
-		enc := wire.NewEncoder(nil)
-		m := wire.BeginFrame(enc)
-		(&wire.ConnectRequest{TimeOut: 10000, Passwd: make([]byte, 16)}).Encode(enc)
-		wire.EndFrame(enc, m)
-		nc.Write(enc.Bytes())
+		nc.Write(connectFrame())
 		nc.SetReadDeadline(time.Now().Add(5 * time.Second))
 		b, err := io.ReadAll(nc)
 		o.plaintext = fmt.Sprintf("%x (err %v)", b, err)

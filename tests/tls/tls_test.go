@@ -98,6 +98,15 @@ func connect(t *testing.T, addr string, cfg *tls.Config) (*zk.Conn, error) {
 	}
 }
 
+// connectFrame is a framed ConnectRequest for a new session.
+func connectFrame() []byte {
+	e := wire.NewEncoder(nil)
+	m := wire.BeginFrame(e)
+	(&wire.ConnectRequest{TimeOut: 10000, Passwd: make([]byte, 16)}).Encode(e)
+	wire.EndFrame(e, m)
+	return e.Bytes()
+}
+
 // whoAmI asks the server over a raw TLS connection who the client with cfg is.
 func whoAmI(t *testing.T, addr string, cfg *tls.Config) []wire.ClientInfo {
 	t.Helper()
@@ -107,11 +116,8 @@ func whoAmI(t *testing.T, addr string, cfg *tls.Config) []wire.ClientInfo {
 	}
 	defer nc.Close()
 	nc.SetDeadline(time.Now().Add(5 * time.Second))
-	e := wire.NewEncoder(nil)
+	e := wire.NewEncoder(connectFrame())
 	m := wire.BeginFrame(e)
-	(&wire.ConnectRequest{TimeOut: 10000, Passwd: make([]byte, 16)}).Encode(e)
-	wire.EndFrame(e, m)
-	m = wire.BeginFrame(e)
 	(&wire.RequestHeader{Xid: 1, Op: wire.OpWhoAmI}).Encode(e)
 	wire.EndFrame(e, m)
 	if _, err := nc.Write(e.Bytes()); err != nil {
@@ -228,11 +234,7 @@ func TestPlaintextOnSecurePort(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	enc := wire.NewEncoder(nil)
-	m := wire.BeginFrame(enc)
-	(&wire.ConnectRequest{TimeOut: 10000, Passwd: make([]byte, 16)}).Encode(enc)
-	wire.EndFrame(enc, m)
-	nc.Write(enc.Bytes())
+	nc.Write(connectFrame())
 	nc.SetReadDeadline(time.Now().Add(5 * time.Second))
 	b, err := io.ReadAll(nc)
 	nc.Close()
