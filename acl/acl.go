@@ -83,7 +83,7 @@ func Digest(userPassword string) string {
 //     occurrence; an empty (or null) list is INVALIDACL;
 //   - world:anyone is kept; any other world id is INVALIDACL;
 //   - an "auth" entry is replaced by one entry with its perms for each of the caller's
-//     authenticated ids (digest ids; not ip, not super), in the caller's order; INVALIDACL when
+//     authenticated ids (digest and x509 ids; not ip, not super), in the caller's order; INVALIDACL when
 //     the caller has none. The expansion is not deduplicated again, as in ZooKeeper;
 //   - digest ids must split on ':' into exactly two parts (Java split semantics: trailing empty
 //     parts are dropped, so "user:" is invalid and "a:b:" is valid);
@@ -91,6 +91,7 @@ func Digest(userPassword string) string {
 //   - sasl ids must be Kerberos-style names (saslValid), and the "auth" scheme expands to the
 //     caller's sasl ids too: Corral always has ZooKeeper's SASLAuthenticationProvider
 //     (authProvider.N), see the package doc;
+//   - x509 ids must parse as an X.500 name (x509Valid);
 //   - any other scheme is INVALIDACL.
 //
 // The returned slice is freshly allocated; acls is not modified.
@@ -138,10 +139,10 @@ func Fixup(acls []wire.ACL, ids []wire.ID) ([]wire.ACL, wire.Err) {
 }
 
 // authenticated reports whether ids of the scheme are expanded by the "auth" ACL scheme
-// (ServerAuthenticationProvider.isAuthenticated; schemes without a provider, such as super, are
-// skipped).
+// (ServerAuthenticationProvider.isAuthenticated: digest and x509; ip is not, and schemes without
+// a provider, such as super, are skipped).
 func authenticated(scheme string) bool {
-	return scheme == SchemeDigest || scheme == SchemeSASL
+	return scheme == SchemeDigest || scheme == SchemeSASL || scheme == SchemeX509
 }
 
 // ValidID reports whether id is acceptable in an ACL entry of a known provider (isValid of the
@@ -156,6 +157,8 @@ func ValidID(id wire.ID) bool {
 		return ipValid(id.ID)
 	case SchemeSASL:
 		return saslValid(id.ID)
+	case SchemeX509:
+		return x509Valid(id.ID)
 	}
 	return false
 }

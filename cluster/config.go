@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"github.com/corral/corral/router"
 	"github.com/corral/corral/sasl"
+	"github.com/corral/corral/tlsconf"
 	"io"
 	"log/slog"
 	"net"
@@ -91,8 +92,11 @@ type Config struct {
 	// SASL holds the SASL and authentication-enforcement settings (zoo.cfg keys, with or
 	// without "zookeeper.", and -D flags in SERVER_JVMFLAGS; package sasl); SASLAuth is their
 	// loaded form, set by LoadConfig.
-	SASL                 sasl.Config
-	SASLAuth             *sasl.Auth
+	SASL     sasl.Config
+	SASLAuth *sasl.Auth
+	// TLS is the secure client port (secureClientPort, ssl.*; package tlsconf).
+	TLS                  tlsconf.Settings
+	clientPortSet        bool     // clientPort was given (with only secureClientPort, no plaintext port)
 	Unknown              []string // keys not understood (warned about)
 	applyDelayForTests   time.Duration
 	applyLagForTests     map[uint64]time.Duration
@@ -121,6 +125,7 @@ func DefaultConfig() Config {
 		RaftQueueBytes:   64 << 20,
 		RaftMessageBytes: 1 << 20,
 		CheckQuorum:      true,
+		TLS:              tlsconf.Defaults(),
 	}
 }
 
@@ -223,6 +228,9 @@ func ParseConfig(r io.Reader) (Config, error) {
 		return cfg, err
 	}
 	sort.Slice(cfg.Peers, func(i, j int) bool { return cfg.Peers[i].ID < cfg.Peers[j].ID })
+	if cfg.TLS.Enabled() && !cfg.clientPortSet {
+		cfg.ClientPort = 0 // secureClientPort alone: no plaintext port, as in ZooKeeper
+	}
 	cfg.MinSessionTimeout, cfg.MaxSessionTimeout = 2*cfg.TickTime, 20*cfg.TickTime
 	if minST > 0 {
 		cfg.MinSessionTimeout = minST
@@ -266,6 +274,7 @@ func (c *Config) set(k, v string, minST, maxST *time.Duration) error {
 		c.DataLogDir = v
 	case k == "clientPort":
 		c.ClientPort, err = atoi()
+		c.clientPortSet = true
 	case k == "clientPortAddress":
 		c.ClientPortAddress = v
 	case k == "globalOutstandingLimit":
@@ -368,7 +377,10 @@ func (c *Config) set(k, v string, minST, maxST *time.Duration) error {
 		k == "admin.enableServer", k == "metricsProvider.className", k == "metricsProvider.httpPort":
 		// Understood and not needed by Corral.
 	default:
-		c.Unknown = append(c.Unknown, k)
+		var ok bool
+		if ok, err = c.TLS.Set(k, v); !ok {
+			c.Unknown = append(c.Unknown, k)
+		}
 	}
 	return err
 }
@@ -419,7 +431,7 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("cluster: tickTime must be positive")
 	case c.DataDir == "":
 		return fmt.Errorf("cluster: dataDir is required")
-	case c.ClientPort <= 0 || c.ClientPort > 65535:
+	case c.ClientPort < 0 || c.ClientPort > 65535 || (c.ClientPort == 0 && !c.TLS.Enabled()):
 		return fmt.Errorf("cluster: clientPort %d out of range", c.ClientPort)
 	case c.Shards < 1 || c.Shards > 200:
 		return fmt.Errorf("cluster: corral.shards %d must be 1..200", c.Shards)
@@ -441,6 +453,9 @@ func (c *Config) Validate() error {
 		}
 	} else if c.PeerType == "observer" {
 		return fmt.Errorf("cluster: peerType=observer needs server.N lines naming the participants")
+	}
+	if err := c.TLS.Validate(); err != nil {
+		return fmt.Errorf("cluster: %w", err)
 	}
 	return nil
 }
@@ -468,7 +483,11 @@ func (c *Config) Self() Peer {
 			return p
 		}
 	}
-	return Peer{ID: c.MyID, Host: "127.0.0.1", PeerPort: c.ClientPort + 10000}
+	port := c.ClientPort
+	if port == 0 {
+		port = c.TLS.SecurePort // secureClientPort alone
+	}
+	return Peer{ID: c.MyID, Host: "127.0.0.1", PeerPort: port + 10000}
 }
 
 // AllPeers returns the server.N lines, observers included (just Self when standalone). They

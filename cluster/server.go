@@ -32,6 +32,7 @@ import (
 	"github.com/corral/corral/server"
 	"github.com/corral/corral/session"
 	"github.com/corral/corral/shard"
+	"github.com/corral/corral/tlsconf"
 	"github.com/corral/corral/watchhub"
 	"github.com/corral/corral/wire"
 )
@@ -72,6 +73,8 @@ type Server struct {
 	reg      *prometheus.Registry
 	admin    *http.Server
 	ln       net.Listener
+	tls      *tlsconf.Source   // secure client port (nil without secureClientPort), tls.go
+	secureLn *tlsconf.Listener // its listener, merged into ln
 
 	srvPtr atomic.Pointer[server.Server]
 	// metaConfirmed is when (unix ns) a catch-up round on the meta shard last began that then
@@ -94,6 +97,9 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (*Server, error) {
 	}
 	quietDragonboat()
 	s := &Server{cfg: cfg, log: log.With("server", cfg.MyID), reg: prometheus.NewRegistry()}
+	if err := s.loadTLS(); err != nil {
+		return nil, err
+	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if err := s.startRaft(); err != nil {
@@ -449,9 +455,9 @@ func shardIDs(r *router.Router) []uint64 {
 }
 
 func (s *Server) startClientPort() error {
-	ln, err := net.Listen("tcp", s.cfg.ClientListenAddr())
+	ln, err := s.listenClients()
 	if err != nil {
-		return fmt.Errorf("cluster: client port: %w", err)
+		return err
 	}
 	s.ln = ln
 	s.client = server.New(server.Options{
@@ -522,6 +528,9 @@ func (s *Server) nodeCount() int {
 func (s *Server) confText() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "clientPort=%d\n", s.cfg.ClientPort)
+	if s.cfg.TLS.Enabled() {
+		fmt.Fprintf(&b, "secureClientPort=%d\n", s.cfg.TLS.SecurePort)
+	}
 	fmt.Fprintf(&b, "dataDir=%s\n", s.cfg.DataDir)
 	fmt.Fprintf(&b, "tickTime=%d\n", s.cfg.TickTime.Milliseconds())
 	fmt.Fprintf(&b, "maxClientCnxns=%d\n", s.cfg.MaxClientCnxns)

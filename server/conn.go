@@ -98,6 +98,11 @@ func newConn(s *Server, nc net.Conn) *conn {
 	c := &conn{s: s, nc: nc, ip: remoteIP(nc), id: s.nextID.Add(1), wake: make(chan struct{}, 1),
 		writerEnd: make(chan struct{})}
 	ids := []wire.ID{{Scheme: "ip", ID: c.ip}}
+	if p, ok := nc.(interface{ PeerIDs() []wire.ID }); ok {
+		// The secure client port's connections (package tlsconf): a client certificate's
+		// x509 (and super) ids, added once the TLS handshake completed, as ZooKeeper does.
+		ids = append(ids, p.PeerIDs()...)
+	}
 	c.auth.Store(&ids)
 	c.leaseUntil.Store(time.Time{})
 	return c

@@ -47,7 +47,14 @@ type Options struct {
 	// ServerUID runs single servers, by index, as another user id (see
 	// corralproc.Options.ServerUID). Needs root.
 	ServerUID map[int]int
+	// ExtraJars are appended to the class path: NettyJars for a secure client port (the
+	// Debian jar's manifest lists netty-handler but not the netty-codec it needs).
+	ExtraJars []string
 }
+
+// NettyJars are the Netty jars NettyServerCnxnFactory needs beyond those zookeeper.jar's
+// manifest lists.
+var NettyJars = []string{"/usr/share/java/netty-codec.jar", "/usr/share/java/netty-resolver.jar"}
 
 // Handy JVM flags.
 const (
@@ -253,7 +260,11 @@ func (e *Ensemble) launchLocked(s *server) error {
 		"-Dzookeeper.log.dir=" + s.dir,
 	}
 	args = append(args, e.opts.JVMFlags...)
-	args = append(args, "-cp", Classpath(s.dir), MainClass, filepath.Join(s.dir, "zoo.cfg"))
+	cp := Classpath(s.dir)
+	for _, j := range e.opts.ExtraJars {
+		cp += string(os.PathListSeparator) + j
+	}
+	args = append(args, "-cp", cp, MainClass, filepath.Join(s.dir, "zoo.cfg"))
 	cmd := exec.Command(e.java, args...)
 	cmd.Dir = s.dir
 	if uid, ok := e.opts.ServerUID[s.myid-1]; ok {
