@@ -50,6 +50,7 @@ type rbPipe struct {
 
 // rbPipeSession is what one session of a pipe worker sent and had acknowledged.
 type rbPipeSession struct {
+	n     int // the session's number in its names (dials that failed used numbers too)
 	sent  int
 	acked map[int]bool
 }
@@ -67,7 +68,7 @@ func (p *rbPipe) run(ctx context.Context, r *rbRun) {
 			sleepCtx(ctx, 100*time.Millisecond)
 			continue
 		}
-		ps := &rbPipeSession{acked: map[int]bool{}}
+		ps := &rbPipeSession{n: s, acked: map[int]bool{}}
 		p.mu.Lock()
 		p.sessions = append(p.sessions, ps)
 		p.mu.Unlock()
@@ -119,7 +120,8 @@ func (p *rbPipe) stream(ctx context.Context, r *rbRun, c *corralclient.Conn, s i
 func (r *rbRun) checkPipe(w *rbWorkload, checker *zk.Conn) (ops int) {
 	applied := map[string]map[int]bool{} // "<worker>-<session>" -> n
 	for _, sub := range w.pipeSubs {
-		for _, name := range r.children(checker, "/"+sub) {
+		kids := r.children(checker, "/"+sub)
+		for _, name := range kids {
 			f := strings.Split(strings.TrimPrefix(name, "p"), "-")
 			if !strings.HasPrefix(name, "p") || len(f) != 3 {
 				r.violation("pipe: unexpected child /%s/%s", sub, name)
@@ -154,7 +156,8 @@ func (r *rbRun) checkPipe(w *rbWorkload, checker *zk.Conn) (ops int) {
 func (p *rbPipe) violations(applied map[string]map[int]bool) (out []string, acked, sessions, gaps int) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	for s, ps := range p.sessions {
+	for _, ps := range p.sessions {
+		s := ps.n
 		sessions++
 		got := applied[fmt.Sprintf("%d-%d", p.id, s)]
 		last := -1

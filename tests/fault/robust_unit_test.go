@@ -67,21 +67,21 @@ func TestRobustCheckersCatch(t *testing.T) {
 func TestRobustPipeCheckerCatches(t *testing.T) {
 	p := &rbPipe{id: 7, subs: []string{"a", "b"}}
 	p.sessions = []*rbPipeSession{
-		{sent: 6, acked: map[int]bool{0: true, 1: true, 2: true}}, // clean: 0-3 applied, 4-5 not
-		{sent: 5, acked: map[int]bool{0: true, 1: true}},          // 1 lost, 3 applied after the gap
-		{sent: 2, acked: map[int]bool{}},                          // 4 never sent
+		{n: 0, sent: 6, acked: map[int]bool{0: true, 1: true, 2: true}}, // clean: 0-3 applied, 4-5 not
+		{n: 1, sent: 5, acked: map[int]bool{0: true, 1: true}},          // 1 lost, 3 applied after the gap
+		{n: 5, sent: 2, acked: map[int]bool{}},                          // 4 never sent (sessions 2-4: dials failed)
 	}
 	applied := map[string]map[int]bool{
 		"7-0": {0: true, 1: true, 2: true, 3: true},
 		"7-1": {0: true, 3: true},
-		"7-2": {4: true},
+		"7-5": {4: true},
 	}
 	got, acked, sessions, gaps := p.violations(applied)
 	want := []string{
 		"session 1: /b/p7-1-1 is missing but the later /b/p7-1-3 applied",
 		"session 1: acknowledged create /b/p7-1-1 is missing",
-		"session 2: /a/p7-2-4 exists but was never sent",
-		"session 2: /a/p7-2-0 is missing but the later /a/p7-2-4 applied",
+		"session 5: /a/p7-5-4 exists but was never sent",
+		"session 5: /a/p7-5-0 is missing but the later /a/p7-5-4 applied",
 	}
 	if acked != 5 || sessions != 3 || gaps != 2 || len(got) != len(want) {
 		t.Fatalf("violations %q (acked %d, sessions %d, gaps %d), want %d", got, acked, sessions, gaps, len(want))
