@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what Corral's tests need from Debian: Apache ZooKeeper 3.8 (the
-# differential-test oracle and benchmark baseline), its C client, kazoo with
+# differential-test oracle and benchmark baseline) with the netty jars its secure
+# client port needs (tests/tls), its C client, kazoo with
 # pure-sasl (kazoo's SASL DIGEST-MD5, tests/sasl), and
 # iptables (the fault tests cut servers off from each other on loopback).
 # Idempotent: packages already installed are left alone, and `apt-get update`
@@ -8,7 +9,7 @@
 # (or with sudo available).
 set -euo pipefail
 
-PACKAGES=(zookeeper zookeeper-bin python3-kazoo python3-pure-sasl iptables)
+PACKAGES=(zookeeper zookeeper-bin libnetty-java python3-kazoo python3-pure-sasl iptables)
 
 export DEBIAN_FRONTEND=noninteractive
 
