@@ -20,6 +20,10 @@ import (
 // first on the anchor (the participant with the smallest shard id, which records the decision),
 // then on the others. A participant left prepared past the deadline (its coordinator died) is
 // resolved by RecoverTxn: the anchor's recorded decision wins, an undecided anchor aborts.
+//
+// A group transaction (TxnRequest.Group) is decided once every participant holds it prepared:
+// its commits go to all participants at once (commitGroup), and its recovery probes them all
+// (recoverGroup). docs/design.md §8, "How a group commits".
 
 // txnOptions tune the coordinator.
 type txnOptions struct {
@@ -56,7 +60,8 @@ type TxnRequest struct {
 	// session).
 	Group bool
 	// Decided, when set, is called once the transaction is decided to commit at zxid (its
-	// anchor committed) and the commits to the other participants are submitted: a
+	// anchor committed; for a group, every participant prepared) and the commits to the other
+	// participants are submitted: a
 	// transaction prepared after this on any of them is applied after this one's commit there
 	// (each shard's control proposer keeps its order).
 	Decided func(zxid int64)
@@ -248,6 +253,9 @@ func (r *Router) tryTxn(ctx context.Context, req *TxnRequest, parts []uint64, ro
 	prep, err := r.broadcast(ctx, parts, func(id uint64) shard.Op {
 		p := shard.TxnPrepare{ID: txnID, Anchor: anchor, Deadline: deadline, Internal: req.Internal,
 			Multi: req.Multi, Roles: roles[id], Group: req.Group}
+		if req.Group {
+			p.Parts = parts
+		}
 		return shard.Op{Session: req.Session, Epoch: req.Epoch, Auth: req.Auth, MinZxid: req.MinZxid, Code: shard.OpTxnPrepare,
 			Body: p.AppendTo(nil)}
 	})
@@ -295,9 +303,19 @@ func (r *Router) tryTxn(ctx context.Context, req *TxnRequest, parts []uint64, ro
 		return failedResult(len(req.Multi.Ops), failIdx, failErr), false, nil
 	}
 	zxid := floor<<8 | int64(r.Shard(anchor).Tag())
-	all, retry, err := r.commitTxn(ctx, parts, txnID, zxid, req.Decided)
-	if err != nil || retry {
-		return TxnResult{}, retry, err
+	var all map[uint64]partReply
+	if req.Group {
+		// Every participant holds the group prepared: that is its commit (recovery, probing
+		// them, decides the same), so the commits go to all of them at once.
+		all, err = r.commitGroup(ctx, parts, txnID, zxid, req.Decided)
+		if err != nil {
+			return TxnResult{}, false, err
+		}
+	} else {
+		all, retry, err = r.commitTxn(ctx, parts, txnID, zxid, req.Decided)
+		if err != nil || retry {
+			return TxnResult{}, retry, err
+		}
 	}
 	results := make([]wire.MultiResult, len(req.Multi.Ops))
 	for id, pr := range all {
@@ -365,6 +383,30 @@ func (r *Router) commitTxn(ctx context.Context, parts []uint64, txnID uint64, zx
 	return all, false, nil
 }
 
+// commitGroup commits a group transaction prepared on every participant under zxid, on all of
+// them at once: a group is decided once all its participants hold it prepared (RecoverTxn
+// probes them and reaches the same decision, with the same zxid from the same floors).
+func (r *Router) commitGroup(ctx context.Context, parts []uint64, txnID uint64, zxid int64, decided func(int64)) (map[uint64]partReply, error) {
+	commit := shard.Op{Code: shard.OpTxnCommit, Body: (&shard.TxnCommit{ID: txnID, Zxid: zxid, Time: CommitTime(zxid)}).AppendTo(nil)}
+	all, err := r.broadcastThen(ctx, parts, func(uint64) shard.Op { return commit }, func() {
+		if decided != nil {
+			decided(zxid)
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	for id, pr := range all {
+		if pr.err != nil {
+			return nil, pr.err
+		}
+		if pr.reply.Outcome != shard.TxnCommitted {
+			return nil, fmt.Errorf("router: shard %d did not commit group transaction %x every participant had prepared (outcome %d)", id, txnID, pr.reply.Outcome)
+		}
+	}
+	return all, nil
+}
+
 // CommitTime is the ctime/mtime a transaction committed at zxid gets on every participant: the
 // millisecond its zxid's clock counter stands for (recovery derives it from the zxid alone).
 func CommitTime(zxid int64) int64 { return shard.ZxidCounter(zxid) >> 12 }
@@ -399,8 +441,12 @@ func failedResult(n int, failed int32, err wire.Err) TxnResult {
 }
 
 // RecoverTxn resolves the transaction sh holds prepared (its deadline passed): it asks the
-// anchor for the decision — an undecided anchor aborts — and applies it to sh.
+// anchor for the decision — an undecided anchor aborts — and applies it to sh. A group
+// transaction is resolved on all its participants by recoverGroup.
 func (r *Router) RecoverTxn(ctx context.Context, sh *Shard, info shard.PreparedInfo) error {
+	if info.Group {
+		return r.recoverGroup(ctx, info)
+	}
 	body := (&shard.TxnResolve{ID: info.ID}).AppendTo(nil)
 	got, err := r.broadcast(ctx, []uint64{info.Anchor}, func(uint64) shard.Op {
 		return shard.Op{Code: shard.OpTxnResolve, Body: body}
@@ -428,4 +474,61 @@ func (r *Router) RecoverTxn(ctx context.Context, sh *Shard, info shard.PreparedI
 		return err
 	}
 	return got[sh.ID].err
+}
+
+// recoverGroup resolves a group transaction left prepared: it probes every participant (a
+// participant that never saw the prepare records the transaction aborted, so the prepare can no
+// longer succeed there). If all hold it prepared, or one committed it, it is committed on all
+// of them, with the zxid its coordinator chose (or would have): the largest floor with the
+// anchor's tag. Otherwise it is aborted on all of them: no participant can have committed,
+// since a coordinator commits only after every participant answered its prepare, and one of
+// them had not prepared when probed.
+func (r *Router) recoverGroup(ctx context.Context, info shard.PreparedInfo) error {
+	if len(info.Parts) == 0 {
+		return fmt.Errorf("router: group transaction %x names no participants", info.ID)
+	}
+	probe := (&shard.TxnResolve{ID: info.ID, Probe: true}).AppendTo(nil)
+	got, err := r.broadcast(ctx, info.Parts, func(uint64) shard.Op { return shard.Op{Code: shard.OpTxnResolve, Body: probe} })
+	if err != nil {
+		return err
+	}
+	var floor, committed int64
+	aborted := false
+	for _, id := range info.Parts {
+		pr := got[id]
+		if pr.err != nil {
+			return pr.err
+		}
+		switch pr.reply.Outcome {
+		case shard.TxnPrepared:
+			floor = max(floor, pr.reply.Floor)
+		case shard.TxnCommitted:
+			committed = pr.reply.Zxid
+		default:
+			aborted = true
+		}
+	}
+	var op shard.Op
+	switch {
+	case aborted && committed != 0:
+		return fmt.Errorf("router: group transaction %x is committed on one participant and aborted on another", info.ID)
+	case aborted:
+		op = shard.Op{Code: shard.OpTxnAbort, Body: (&shard.TxnAbort{ID: info.ID}).AppendTo(nil)}
+	default:
+		z := committed
+		if z == 0 {
+			z = floor<<8 | int64(r.Shard(info.Parts[0]).Tag())
+		}
+		op = shard.Op{Code: shard.OpTxnCommit, Body: (&shard.TxnCommit{ID: info.ID, Zxid: z, Time: CommitTime(z)}).AppendTo(nil)}
+	}
+	got, err = r.broadcast(ctx, info.Parts, func(uint64) shard.Op { return op })
+	if err != nil {
+		return err
+	}
+	for _, id := range info.Parts {
+		if pr := got[id]; pr.err != nil {
+			return pr.err
+		}
+	}
+	return nil
 }

@@ -94,7 +94,13 @@
 // every participant: Z's counter is the largest floor and its tag the anchor's (the
 // participant that records the decision, to which recovery sends OpTxnResolve). Commit
 // re-evaluates the ops under Z and the commit's time, applies the overlay, and sets the last
-// zxid to Z. Invariants:
+// zxid to Z. A group transaction (TxnPrepare.Group, format level 4: a session's writes
+// committed together) differs in three ways: an op that fails gets its error result and the
+// others still apply; op i gets zxid GroupZxid(Z, i) (Z's counter plus i) and the last zxid
+// becomes the group's last; and it is decided when every participant prepared it (its prepare
+// names them all, Parts), so recovery probes each participant (TxnResolve.Probe: its decision,
+// or its floor while prepared; an unknown transaction is recorded aborted) instead of asking
+// the anchor. Invariants:
 //
 //   - One prepared transaction per shard. While it is prepared the shard applies no batch that
 //     touches the transaction's znodes, and no zxid at or above the reserved floor: a

@@ -23,6 +23,10 @@ type PreparedInfo struct {
 	ID, Anchor  uint64
 	PrepareTime int64 // batch time of the prepare (Unix ms)
 	Deadline    int64 // Unix ms; after it any server may resolve the txn at the anchor
+	// Group and Parts: a group transaction (TxnPrepare.Group), which recovery resolves by
+	// probing every participant (Parts, read-only) instead of asking the anchor.
+	Group bool
+	Parts []uint64
 }
 
 // Prepared returns the transaction this view's shard holds prepared, if any. While it does, the

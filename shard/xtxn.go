@@ -60,8 +60,12 @@ type TxnPrepare struct {
 	Move *MoveSpec
 	// Group makes the ops independent writes of one session committed together (a group
 	// transaction, docs/design.md §8; format.Level4): an op that fails reports its error in its
-	// result and changes nothing, and the others still apply. Not with Move.
+	// result and changes nothing, and the others still apply. Not with Move. A group commits
+	// once every participant holds it prepared (no decision at the anchor), so its prepare
+	// names every participant (Parts, ascending; the anchor, whose tag its zxids carry, first)
+	// for recovery to probe (TxnResolve.Probe).
 	Group bool
+	Parts []uint64
 }
 
 // TxnCommit commits a prepared transaction under zxid Zxid; Time is the txn's ctime/mtime
@@ -77,7 +81,15 @@ type TxnCommit struct {
 type TxnAbort struct{ ID uint64 }
 
 // TxnResolve asks the anchor for a transaction's decision; an undecided transaction is aborted.
-type TxnResolve struct{ ID uint64 }
+// With Probe (a group transaction's recovery, format.Level4), asked of any participant, it
+// reports the participant's state instead: its decision, or TxnPrepared with the floor while it
+// holds the transaction prepared; a participant that knows nothing of the transaction records
+// it aborted (so a late prepare fails) and says TxnAborted. A prepared transaction is left
+// alone.
+type TxnResolve struct {
+	ID    uint64
+	Probe bool
+}
 
 // TxnOutcome is a participant's answer to a transaction op.
 type TxnOutcome uint8
@@ -121,9 +133,9 @@ type TxnReply struct {
 //
 //	TxnPrepare: u8 version (1, 2 with a move, 3 for a group) | uvarint ID | uvarint Anchor | varint Deadline
 //	            | u8 Internal | bytes Multi (wire-encoded MultiRequest) | uvarint len(Roles)
-//	            | u8 role... | (version 2) MoveSpec
+//	            | u8 role... | (version 2) MoveSpec | (version 3) uvarint len(Parts) | uvarint id...
 //	TxnCommit:  u8 version | uvarint ID | varint Zxid | varint Time
-//	TxnAbort, TxnResolve: u8 version | uvarint ID
+//	TxnAbort, TxnResolve: u8 version (TxnResolve: 2 for a probe) | uvarint ID
 //	TxnReply:   u8 version | u8 Outcome | varint Floor | varint FailIndex | varint FailErr
 //	            | varint Zxid | uvarint len(Results)+1 (0: nil) | result...
 //	result:     varint Op | varint Err | str Path | 11 varints Stat | bytes Data
@@ -160,6 +172,12 @@ func (p *TxnPrepare) AppendTo(dst []byte) []byte {
 	if p.Move != nil {
 		dst = p.Move.appendTo(dst)
 	}
+	if p.Group && p.Move == nil {
+		dst = binary.AppendUvarint(dst, uint64(len(p.Parts)))
+		for _, id := range p.Parts {
+			dst = binary.AppendUvarint(dst, id)
+		}
+	}
 	return dst
 }
 
@@ -190,6 +208,14 @@ func DecodeTxnPrepare(b []byte) (TxnPrepare, error) {
 	}
 	if v == txnPrepareMoveV2 {
 		p.Move = decodeMoveSpec(&r)
+	}
+	if v == txnPrepareGroupV3 {
+		if n := r.count(1); n > 0 {
+			p.Parts = make([]uint64, n)
+			for i := range p.Parts {
+				p.Parts[i] = r.uvarint()
+			}
+		}
 	}
 	if err := r.finish(); err != nil {
 		return TxnPrepare{}, fmt.Errorf("%w: prepare: %v", ErrMalformedTxn, err)
@@ -238,11 +264,27 @@ func DecodeTxnAbort(b []byte) (TxnAbort, error) {
 	return TxnAbort{ID: id}, err
 }
 
+// txnProbeVersion marks a TxnResolve that probes (format.Level4).
+const txnProbeVersion = 2
+
 // AppendTo appends the encoding of r to dst.
-func (r *TxnResolve) AppendTo(dst []byte) []byte { return appendTxnID(dst, r.ID) }
+func (r *TxnResolve) AppendTo(dst []byte) []byte {
+	if r.Probe {
+		return binary.AppendUvarint(append(dst, txnProbeVersion), r.ID)
+	}
+	return appendTxnID(dst, r.ID)
+}
 
 // DecodeTxnResolve decodes a TxnResolve.
 func DecodeTxnResolve(b []byte) (TxnResolve, error) {
+	if len(b) > 0 && b[0] == txnProbeVersion {
+		r := reader{buf: b[1:]}
+		id := r.uvarint()
+		if err := r.finish(); err != nil {
+			return TxnResolve{}, fmt.Errorf("%w: probe: %v", ErrMalformedTxn, err)
+		}
+		return TxnResolve{ID: id, Probe: true}, nil
+	}
 	id, err := decodeTxnID(b, "resolve")
 	return TxnResolve{ID: id}, err
 }

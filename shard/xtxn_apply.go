@@ -237,7 +237,8 @@ func (s *State) blockedByPrepared(b *Batch) bool {
 }
 
 func (p *preparedTxn) info() *PreparedInfo {
-	return &PreparedInfo{ID: p.prep.ID, Anchor: p.prep.Anchor, PrepareTime: p.time, Deadline: p.prep.Deadline}
+	return &PreparedInfo{ID: p.prep.ID, Anchor: p.prep.Anchor, PrepareTime: p.time, Deadline: p.prep.Deadline,
+		Group: p.prep.Group, Parts: p.prep.Parts}
 }
 
 // decision is the recorded outcome of a transaction.
@@ -363,7 +364,11 @@ func (s *State) applyControlOp(b *Batch, op *Op, events *[]Event) OpResult {
 		if err != nil {
 			return OpResult{Err: wire.ErrMarshallingError}
 		}
-		rep = s.txnAbort(r.ID, b.Time)
+		if r.Probe {
+			rep = s.txnProbe(r.ID, b.Time)
+		} else {
+			rep = s.txnAbort(r.ID, b.Time)
+		}
 	}
 	return OpResult{Zxid: zxid, Body: rep.AppendTo(nil)}
 }
@@ -511,6 +516,20 @@ func (s *State) txnCommit(c *TxnCommit, now int64, events *[]Event) TxnReply {
 	}
 	s.decide(c.ID, true, c.Zxid, now)
 	return TxnReply{Outcome: TxnCommitted, Zxid: c.Zxid, Results: results}
+}
+
+// txnProbe applies a probing OpTxnResolve (a group transaction's recovery): the decision, or
+// TxnPrepared with the floor while the transaction is held prepared here; an unknown one is
+// recorded as aborted, so that its prepare, arriving late, fails.
+func (s *State) txnProbe(id uint64, now int64) TxnReply {
+	if d, ok := s.decisions.byID[id]; ok {
+		return d.reply()
+	}
+	if p := s.prepared; p != nil && p.prep.ID == id {
+		return TxnReply{Outcome: TxnPrepared, Floor: p.floor}
+	}
+	s.decide(id, false, 0, now)
+	return TxnReply{Outcome: TxnAborted}
 }
 
 // txnAbort applies OpTxnAbort and OpTxnResolve, which mean the same to a participant: a decided

@@ -92,3 +92,58 @@ func TestTxnGroupPrepareEncoding(t *testing.T) {
 		}
 	}
 }
+
+// TestTxnGroupProbe: a probe (TxnResolve.Probe) reports a prepared group with its floor and
+// leaves it prepared, reports a decision as it is, and fences a transaction the shard never saw:
+// recorded aborted, so that its prepare, arriving later, fails.
+func TestTxnGroupProbe(t *testing.T) {
+	s := NewState(StateConfig{Tag: 1, OwnsRoot: true})
+	p := TxnPrepare{ID: 5, Anchor: 1, Deadline: 9_999, Multi: multiOf(mCreate("/a", nil, 0)), Roles: []TxnRole{RoleFull},
+		Group: true, Parts: []uint64{1, 2}}
+	rep, _, _ := txnReply(t, s, ctl(1, 1000, prepareOp(p)))
+	if rep.Outcome != TxnPrepared {
+		t.Fatalf("prepare: %+v", rep)
+	}
+	floor := rep.Floor
+	probe := func(seq uint64, id uint64) TxnReply {
+		r, _, _ := txnReply(t, s, ctl(seq, 1000, Op{Code: OpTxnResolve, Body: (&TxnResolve{ID: id, Probe: true}).AppendTo(nil)}))
+		return r
+	}
+	if r := probe(2, 5); r.Outcome != TxnPrepared || r.Floor != floor {
+		t.Fatalf("probe of the prepared group: %+v, want prepared at floor %d", r, floor)
+	}
+	if info, ok := s.View(0).Prepared(); !ok || info.ID != 5 || !info.Group || len(info.Parts) != 2 {
+		t.Fatalf("after the probe: %+v %v", info, ok)
+	}
+	// A transaction this shard never saw is fenced.
+	if r := probe(3, 9); r.Outcome != TxnAborted {
+		t.Fatalf("probe of an unknown transaction: %+v", r)
+	}
+	z := floor<<8 | 1
+	if r, _, _ := txnReply(t, s, ctl(4, 1000, commitOp(5, z, 1000))); r.Outcome != TxnCommitted {
+		t.Fatalf("commit: %+v", r)
+	}
+	if r := probe(5, 5); r.Outcome != TxnCommitted || r.Zxid != z {
+		t.Fatalf("probe of the committed group: %+v", r)
+	}
+	late := TxnPrepare{ID: 9, Anchor: 1, Deadline: 9_999, Multi: multiOf(mCreate("/b", nil, 0)), Roles: []TxnRole{RoleFull},
+		Group: true, Parts: []uint64{1, 2}}
+	if r, _, _ := txnReply(t, s, ctl(6, 1000, prepareOp(late))); r.Outcome != TxnAborted {
+		t.Fatalf("late prepare of a fenced transaction: %+v, want aborted", r)
+	}
+	if _, ok := s.View(0).Get("/b"); ok {
+		t.Fatal("the fenced transaction's create applied")
+	}
+	// The encoding keeps the participants and the probe flag.
+	got, err := DecodeTxnPrepare(late.AppendTo(nil))
+	if err != nil || !got.Group || len(got.Parts) != 2 || got.Parts[1] != 2 {
+		t.Fatalf("decoded prepare %+v, %v", got, err)
+	}
+	r, err := DecodeTxnResolve((&TxnResolve{ID: 7, Probe: true}).AppendTo(nil))
+	if err != nil || !r.Probe || r.ID != 7 {
+		t.Fatalf("decoded probe %+v, %v", r, err)
+	}
+	if r, err := DecodeTxnResolve((&TxnResolve{ID: 7}).AppendTo(nil)); err != nil || r.Probe {
+		t.Fatalf("decoded resolve %+v, %v", r, err)
+	}
+}

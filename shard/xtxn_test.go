@@ -63,7 +63,7 @@ func TestTxnBlocking(t *testing.T) {
 	if ZxidCounter(s.lastZxid) >= floor || floor != (1000+reserveMs)<<timeShift {
 		t.Fatalf("floor %d not reserved above the last zxid %x", rep.Floor, s.lastZxid)
 	}
-	if info, ok := s.View(0).Prepared(); !ok || info != (PreparedInfo{ID: 5, Anchor: 1, PrepareTime: 1000, Deadline: 9_999}) {
+	if info, ok := s.View(0).Prepared(); !ok || !reflect.DeepEqual(info, PreparedInfo{ID: 5, Anchor: 1, PrepareTime: 1000, Deadline: 9_999}) {
 		t.Fatalf("view: %+v %v", info, ok)
 	}
 	before := s.AppendCanonical(nil)
@@ -239,7 +239,7 @@ func TestTxnMachinePersistence(t *testing.T) {
 		if !bytes.Equal(canonical(x), want) {
 			t.Fatalf("%s: state differs", name)
 		}
-		if info, ok := x.View().Prepared(); !ok || info != (PreparedInfo{ID: 42, Anchor: 1, PrepareTime: 1000, Deadline: 9_999}) {
+		if info, ok := x.View().Prepared(); !ok || !reflect.DeepEqual(info, PreparedInfo{ID: 42, Anchor: 1, PrepareTime: 1000, Deadline: 9_999}) {
 			t.Fatalf("%s: prepared %+v %v", name, info, ok)
 		}
 	}

@@ -10,8 +10,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-zookeeper/zk"
+
 	"github.com/corral/corral/client"
 	"github.com/corral/corral/format"
+	"github.com/corral/corral/router"
+	"github.com/corral/corral/shard"
 	"github.com/corral/corral/wire"
 )
 
@@ -213,5 +217,267 @@ func waitFormatLevel(t *testing.T, c *inproc, level format.Level) {
 			}
 			time.Sleep(100 * time.Millisecond)
 		}
+	}
+}
+
+// TestStuckGroupRecovered: when the server running sessions' groups (server/group.go) stops
+// between a group's prepares and its commits, no shard stays blocked (every shard takes a write
+// again within 5 s: the deadline, the recovery scan, an election), and every session's writes
+// that applied are a prefix of what it sent, with every acknowledged one among them: a group
+// applies on all its participants or on none (recovery probes them all: router.recoverGroup).
+//
+// Four sessions on server 1 send bursts of creates round-robin over subtrees on the three
+// non-root shards, which become group transactions; server 1 applies one of those shards
+// 100 ms late, which keeps each group prepared on the others for that long, and is stopped in
+// the middle. How a broken recovery fails: a group committed on the shards that had it prepared
+// and aborted where the prepare never arrived leaves a session's later create without its
+// earlier ones (a gap), or an acknowledged create missing; a shard left prepared refuses the
+// writes after the stop.
+func TestStuckGroupRecovered(t *testing.T) {
+	ns := nonRoot()
+	c := startEnsemble(t, inProcess, lag{server: 0, shard: ns[0], d: 100 * time.Millisecond})
+	waitFormatLevel(t, c.(*inproc), format.Level4)
+	addrs := c.Addrs()
+	names := namesOn(t, c, "gr", ns[0], ns[1], ns[2])
+	admin := connectZK(t, addrs[1])
+	for _, n := range names {
+		mustCreate(t, admin, "/"+n, "")
+	}
+	const sessions, burst = 4, 12
+	type stream struct {
+		mu    sync.Mutex
+		sent  int
+		acked map[int]bool
+	}
+	streams := make([]*stream, sessions)
+	path := func(s, n int) string { return fmt.Sprintf("/%s/s%d-%d", names[n%len(names)], s, n) }
+	var wg sync.WaitGroup
+	for s := range streams {
+		st := &stream{acked: map[int]bool{}}
+		streams[s] = st
+		rc := dialRaw(t, addrs[0], client.Options{})
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for n := 0; ; {
+				var bw sync.WaitGroup
+				broken := false
+				for k := 0; k < burst; k, n = k+1, n+1 {
+					n := n
+					st.mu.Lock()
+					st.sent = n + 1
+					st.mu.Unlock()
+					bw.Add(1)
+					rc.CreateAsync(path(s, n), nil, wire.FlagPersistent, nil, func(_ string, _ wire.Stat, err error) {
+						defer bw.Done()
+						st.mu.Lock()
+						defer st.mu.Unlock()
+						if err == nil {
+							st.acked[n] = true
+						} else {
+							broken = true
+						}
+					})
+				}
+				bw.Wait()
+				st.mu.Lock()
+				stop := broken
+				st.mu.Unlock()
+				if stop {
+					return // the server is gone
+				}
+			}
+		}()
+	}
+	time.Sleep(time.Second)
+	c.Stop(0)
+	groups := 0
+	if r := c.router(1); r != nil {
+		for _, id := range dataShards {
+			if v := r.Shard(id).View(); v != nil {
+				if info, ok := v.Prepared(); ok && info.Group {
+					groups++
+				}
+			}
+		}
+	}
+	wg.Wait()
+	t.Logf("right after server 1 stopped, server 2 held a group prepared on %d of %d shards", groups, len(dataShards))
+
+	// Every shard takes a write again.
+	deadline := time.Now().Add(5 * time.Second)
+	for _, n := range names {
+		for {
+			_, err := admin.Create("/"+n+"/after", nil, 0, acl)
+			if err == nil || errors.Is(err, zk.ErrNodeExists) {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("/%s: no write within 5 s of the stop: %v", n, err)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	applied := map[string]bool{}
+	for _, n := range names {
+		syncAll(t, admin, "/"+n)
+		kids, _, err := admin.Children("/" + n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, k := range kids {
+			applied["/"+n+"/"+k] = true
+		}
+	}
+	total := 0
+	for s, st := range streams {
+		st.mu.Lock()
+		last := -1
+		for n := 0; n < st.sent; n++ {
+			if applied[path(s, n)] {
+				last = n
+			}
+		}
+		for n := 0; n < last; n++ {
+			if !applied[path(s, n)] {
+				t.Errorf("session %d: %s missing but the later %s applied", s, path(s, n), path(s, last))
+				break
+			}
+		}
+		for n := range st.acked {
+			if !applied[path(s, n)] {
+				t.Errorf("session %d: acknowledged %s missing", s, path(s, n))
+			}
+		}
+		total += last + 1
+		st.mu.Unlock()
+	}
+	t.Logf("%d creates applied over %d sessions", total, sessions)
+}
+
+// TestGroupRecoveryDecidesLikeItsCoordinator: a group transaction left prepared is resolved by
+// probing every participant (router.recoverGroup), which must decide what its coordinator
+// would have: committed wherever one participant committed it, aborted everywhere when one
+// never prepared it. The coordinator's steps are replayed by hand through server 2's control
+// proposers (its router, in process), so that the cases a crash only sometimes leaves are
+// there every time:
+//   - committed on one participant that is not the anchor, prepared on the others: a
+//     recovery that asked the anchor (undecided, so it aborts) would leave the create on one
+//     shard only;
+//   - prepared on two participants, never on the third: the third is fenced (its late
+//     prepare fails) and the other two abort.
+func TestGroupRecoveryDecidesLikeItsCoordinator(t *testing.T) {
+	ns := nonRoot()
+	c := startEnsemble(t, inProcess)
+	waitFormatLevel(t, c.(*inproc), format.Level4)
+	r := c.router(1)
+	names := namesOn(t, c, "rc", ns[0], ns[1], ns[2])
+	admin := connectZK(t, c.Addrs()[1])
+	for _, n := range names {
+		mustCreate(t, admin, "/"+n, "")
+	}
+	parts := []uint64{ns[0], ns[1], ns[2]} // ascending: ns[0] is the anchor
+	control := func(id uint64, op shard.Op) shard.TxnReply {
+		t.Helper()
+		done := make(chan shard.TxnReply, 1)
+		r.Shard(id).Control.Submit(&router.Request{Op: op, Done: func(res shard.OpResult, err error) {
+			if err != nil || res.Err != wire.ErrOK {
+				t.Errorf("shard %d: %v %v", id, err, res.Err)
+				done <- shard.TxnReply{}
+				return
+			}
+			rep, err := shard.DecodeTxnReply(res.Body)
+			if err != nil {
+				t.Error(err)
+			}
+			done <- rep
+		}})
+		select {
+		case rep := <-done:
+			return rep
+		case <-time.After(10 * time.Second):
+			t.Fatalf("shard %d: no reply", id)
+			return shard.TxnReply{}
+		}
+	}
+	group := func(txnID uint64, leaf string) (map[uint64]shard.Op, []string) {
+		var m wire.MultiRequest
+		var paths []string
+		for _, n := range names {
+			p := "/" + n + "/" + leaf
+			paths = append(paths, p)
+			m.Ops = append(m.Ops, wire.MultiOp{Op: wire.OpCreate, Create: &wire.CreateRequest{Path: p, ACL: wire.OpenACLUnsafe}})
+		}
+		ops := map[uint64]shard.Op{}
+		for i, id := range parts {
+			roles := make([]shard.TxnRole, len(parts))
+			roles[i] = shard.RoleFull
+			p := shard.TxnPrepare{ID: txnID, Anchor: parts[0], Deadline: time.Now().UnixMilli(), Internal: true,
+				Multi: m, Roles: roles, Group: true, Parts: parts}
+			ops[id] = shard.Op{Code: shard.OpTxnPrepare, Body: p.AppendTo(nil)}
+		}
+		return ops, paths
+	}
+	exists := func(paths []string) []bool {
+		out := make([]bool, len(paths))
+		for i, p := range paths {
+			syncAll(t, admin, p[:strings.LastIndex(p, "/")])
+			ok, _, err := admin.Exists(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out[i] = ok
+		}
+		return out
+	}
+	resolved := func() {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for _, id := range parts {
+			for {
+				v := r.Shard(id).View()
+				if _, ok := v.Prepared(); !ok {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("shard %d still holds the group prepared", id)
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+		}
+	}
+
+	// Committed on ns[2] (not the anchor), prepared on the others.
+	prepares, paths := group(0x5eed1, "one")
+	var floor int64
+	for _, id := range parts {
+		rep := control(id, prepares[id])
+		if rep.Outcome != shard.TxnPrepared {
+			t.Fatalf("prepare on shard %d: %+v", id, rep)
+		}
+		floor = max(floor, rep.Floor)
+	}
+	z := floor<<8 | int64(r.Shard(parts[0]).Tag())
+	if rep := control(ns[2], shard.Op{Code: shard.OpTxnCommit, Body: (&shard.TxnCommit{ID: 0x5eed1, Zxid: z, Time: router.CommitTime(z)}).AppendTo(nil)}); rep.Outcome != shard.TxnCommitted {
+		t.Fatalf("commit on shard %d: %+v", ns[2], rep)
+	}
+	resolved()
+	if got := exists(paths); !got[0] || !got[1] || !got[2] {
+		t.Fatalf("committed on one participant: after recovery the creates exist %v, want on all", got)
+	}
+
+	// Prepared on ns[0] and ns[1] only.
+	prepares, paths = group(0x5eed2, "two")
+	for _, id := range parts[:2] {
+		if rep := control(id, prepares[id]); rep.Outcome != shard.TxnPrepared {
+			t.Fatalf("prepare on shard %d: %+v", id, rep)
+		}
+	}
+	resolved()
+	if got := exists(paths); got[0] || got[1] || got[2] {
+		t.Fatalf("never prepared on one participant: after recovery the creates exist %v, want on none", got)
+	}
+	if rep := control(ns[2], prepares[ns[2]]); rep.Outcome != shard.TxnAborted {
+		t.Fatalf("the late prepare on the fenced participant: %+v, want aborted", rep)
 	}
 }
