@@ -265,7 +265,11 @@ func (r *Router) tryTxn(ctx context.Context, req *TxnRequest, parts []uint64, ro
 		}
 	}
 	if err != nil {
-		r.abortAll(parts, txnID)
+		if !req.Group {
+			r.abortAll(parts, txnID)
+		}
+		// A group may be prepared everywhere by now, which commits it: only recovery, probing
+		// every participant, may decide (an abort here could race its commit).
 		return TxnResult{}, false, err
 	}
 	failIdx, failErr, retry := int32(-2), wire.ErrOK, false
@@ -293,6 +297,8 @@ func (r *Router) tryTxn(ctx context.Context, req *TxnRequest, parts []uint64, ro
 		}
 	}
 	if failIdx != -2 || retry {
+		// Some participant did not prepare (failed, busy, or fenced by recovery), so no one
+		// can commit: aborting everywhere is safe, for a group too.
 		r.abortAll(parts, txnID)
 		if failIdx == -2 {
 			return TxnResult{}, true, nil
