@@ -26,6 +26,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/corral/corral/adminauth"
 	"github.com/corral/corral/format"
 	"github.com/corral/corral/raftnet"
 	"github.com/corral/corral/router"
@@ -584,7 +585,8 @@ func (s *Server) startAdmin() {
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	addr := net.JoinHostPort(s.cfg.AdminAddress, fmt.Sprint(s.cfg.AdminPort))
-	s.admin = &http.Server{Addr: addr, Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	guard := adminauth.New(s.cfg.AdminAuth, superID(s.cfg.SuperDigest), s.log, mux) // POSTs need an operator
+	s.admin = &http.Server{Addr: addr, Handler: guard, ReadHeaderTimeout: 5 * time.Second}
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
