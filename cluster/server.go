@@ -587,10 +587,15 @@ func (s *Server) startAdmin() {
 	addr := net.JoinHostPort(s.cfg.AdminAddress, fmt.Sprint(s.cfg.AdminPort))
 	guard := adminauth.New(s.cfg.AdminAuth, superID(s.cfg.SuperDigest), s.log, mux) // POSTs need an operator
 	s.admin = &http.Server{Addr: addr, Handler: guard, ReadHeaderTimeout: 5 * time.Second}
+	ln, err := net.Listen("tcp", addr) // listening before Start returns: callers may POST at once
+	if err != nil {
+		s.log.Warn("admin server stopped", "addr", addr, "err", err)
+		return
+	}
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
-		if err := s.admin.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		if err := s.admin.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			s.log.Warn("admin server stopped", "addr", addr, "err", err)
 		}
 	}()
