@@ -3,6 +3,7 @@ package cluster
 import (
 	"bufio"
 	"fmt"
+	"github.com/corral/corral/adminauth"
 	"github.com/corral/corral/router"
 	"github.com/corral/corral/sasl"
 	"github.com/corral/corral/tlsconf"
@@ -72,6 +73,10 @@ type Config struct {
 	// GlobalOutstandingLimit: requests read and not yet answered above which connections with
 	// a request outstanding stop reading (ZooKeeper's key; default 1000, negative: no limit).
 	GlobalOutstandingLimit int
+
+	// AdminAuth says who may use the admin port (corral.admin.*, admin.needClientAuth;
+	// package adminauth).
+	AdminAuth adminauth.Settings
 
 	// Corral's own keys.
 	Shards          int           // corral.shards: number of data shards
@@ -379,7 +384,9 @@ func (c *Config) set(k, v string, minST, maxST *time.Duration) error {
 	default:
 		var ok bool
 		if ok, err = c.TLS.Set(k, v); !ok {
-			c.Unknown = append(c.Unknown, k)
+			if ok, err = c.AdminAuth.Set(k, v); !ok {
+				c.Unknown = append(c.Unknown, k)
+			}
 		}
 	}
 	return err
@@ -455,6 +462,9 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("cluster: peerType=observer needs server.N lines naming the participants")
 	}
 	if err := c.TLS.Validate(); err != nil {
+		return fmt.Errorf("cluster: %w", err)
+	}
+	if err := c.AdminAuth.Validate(); err != nil {
 		return fmt.Errorf("cluster: %w", err)
 	}
 	return nil

@@ -26,6 +26,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/corral/corral/adminauth"
 	"github.com/corral/corral/format"
 	"github.com/corral/corral/raftnet"
 	"github.com/corral/corral/router"
@@ -584,11 +585,17 @@ func (s *Server) startAdmin() {
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	addr := net.JoinHostPort(s.cfg.AdminAddress, fmt.Sprint(s.cfg.AdminPort))
-	s.admin = &http.Server{Addr: addr, Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	guard := adminauth.New(s.cfg.AdminAuth, superID(s.cfg.SuperDigest), s.log, mux) // POSTs need an operator
+	s.admin = &http.Server{Addr: addr, Handler: guard, ReadHeaderTimeout: 5 * time.Second}
+	ln, err := net.Listen("tcp", addr) // listening before Start returns: callers may POST at once
+	if err != nil {
+		s.log.Warn("admin server stopped", "addr", addr, "err", err)
+		return
+	}
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
-		if err := s.admin.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		if err := s.admin.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			s.log.Warn("admin server stopped", "addr", addr, "err", err)
 		}
 	}()

@@ -8,6 +8,7 @@ import (
 	"os/signal"
 	"strings"
 
+	"github.com/corral/corral/adminauth"
 	"github.com/corral/corral/tools/zkimport"
 )
 
@@ -24,6 +25,7 @@ func runImport(args []string) int {
 	dataLogDir := fs.String("zk-datalogdir", "", "with --zk-datadir: ZooKeeper's dataLogDir, when it is another directory")
 	to := fs.String("to", "", "target Corral servers, host:port[,host:port...]")
 	admin := fs.String("admin", "", "admin address (admin.serverAddress:admin.serverPort) of a target server: the stats are set through it")
+	adminAuth := adminAuthFlag(fs)
 	root := fs.String("path", "/", "copy only this subtree (its missing ancestors are created in the target)")
 	var auth multiFlag
 	fs.Var(&auth, "auth", "scheme:credentials added on both sessions, e.g. digest:user:password (repeatable)")
@@ -60,7 +62,7 @@ flags:
 		return 2
 	}
 	o := zkimport.Options{From: split(*from), DataDir: *dataDir, DataLogDir: *dataLogDir, To: split(*to), Admin: *admin,
-		Path: *root, Auth: auth, DryRun: *dry, Concurrency: *conc}
+		AdminAuth: adminauth.FromEnv(*adminAuth), Path: *root, Auth: auth, DryRun: *dry, Concurrency: *conc}
 	switch {
 	case *skip:
 		o.Existing = zkimport.Skip

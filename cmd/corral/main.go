@@ -55,5 +55,8 @@ commands:
   import --from zk:2181 ... copy a running ZooKeeper's tree (data, ACLs, stats) into Corral
   inspect DIR               look into a stopped server's data directory (shards, subtrees, sessions; --dump /path)
   version                   print the version
+
+members, move, shards and import send --admin-auth user:password (default $CORRAL_ADMIN_AUTH)
+to the admin port, where changes may need an operator (docs/operations.md "Admin port").
 `)
 }

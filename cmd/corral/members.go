@@ -8,6 +8,8 @@ import (
 	"os"
 	"strconv"
 	"time"
+
+	"github.com/corral/corral/adminauth"
 )
 
 // runMembers calls a server's admin endpoints for membership (cluster/membership.go):
@@ -30,6 +32,7 @@ func runMembers(args []string) int {
 	raft := fs.String("raft", "", "add: the new server's host:peerPort (its server.N line's first two fields)")
 	observer := fs.Bool("observer", false, "add: as an observer (non-voting replica); its zoo.cfg must say peerType=observer")
 	timeout := fs.Duration("timeout", 60*time.Second, "how long the server keeps trying")
+	auth := adminAuthFlag(fs)
 	if err := fs.Parse(args[1:]); err != nil {
 		return 2
 	}
@@ -56,5 +59,5 @@ func runMembers(args []string) int {
 		fmt.Fprintf(os.Stderr, "corral members: unknown operation %q (list, add, remove)\n", op)
 		return 2
 	}
-	return adminCall("members "+op, method, "http://"+*admin+path+"?"+q.Encode(), *timeout+10*time.Second)
+	return adminCall("members "+op, method, "http://"+*admin+path+"?"+q.Encode(), *timeout+10*time.Second, adminauth.FromEnv(*auth))
 }

@@ -7,6 +7,8 @@ import (
 	"os"
 	"strconv"
 	"time"
+
+	"github.com/corral/corral/adminauth"
 )
 
 // runMove asks a server (through its admin port) to move a subtree to another data shard,
@@ -22,8 +24,9 @@ func runMove(args []string) int {
 	admin := fs.String("admin", "127.0.0.1:8080", "admin address (admin.serverAddress:admin.serverPort) of any running server")
 	expect := fs.Int("expect", 0, "with new: add a shard only if the ensemble has this many data shards now (a retried command never adds two)")
 	timeout := fs.Duration("timeout", 30*time.Second, "how long to wait for the answer")
+	auth := adminAuthFlag(fs)
 	fs.Usage = func() {
-		fmt.Fprintln(os.Stderr, "usage: corral move [--admin host:port] [--expect N] /path shard-id|new")
+		fmt.Fprintln(os.Stderr, "usage: corral move [--admin host:port] [--admin-auth user:password] [--expect N] /path shard-id|new")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -42,5 +45,5 @@ func runMove(args []string) int {
 	if *expect > 0 {
 		q.Set("expect", strconv.Itoa(*expect))
 	}
-	return adminCall("move", "POST", "http://"+*admin+"/move?"+q.Encode(), *timeout)
+	return adminCall("move", "POST", "http://"+*admin+"/move?"+q.Encode(), *timeout, adminauth.FromEnv(*auth))
 }

@@ -9,6 +9,8 @@ import (
 	"os"
 	"strconv"
 	"time"
+
+	"github.com/corral/corral/adminauth"
 )
 
 // runShards calls a server's admin endpoints for data shards (cluster/addshard.go):
@@ -30,6 +32,7 @@ func runShards(args []string) int {
 	admin := fs.String("admin", "127.0.0.1:8080", "admin address (admin.serverAddress:admin.serverPort) of any running server")
 	expect := fs.Int("expect", 0, "add: only if the ensemble has this many data shards now (see list)")
 	timeout := fs.Duration("timeout", 60*time.Second, "how long the server keeps trying")
+	auth := adminAuthFlag(fs)
 	if err := fs.Parse(args[1:]); err != nil {
 		return 2
 	}
@@ -48,17 +51,24 @@ func runShards(args []string) int {
 		fmt.Fprintf(os.Stderr, "corral shards: unknown operation %q (list, add)\n", op)
 		return 2
 	}
-	return adminCall("shards "+op, method, "http://"+*admin+path+"?"+q.Encode(), *timeout+10*time.Second)
+	return adminCall("shards "+op, method, "http://"+*admin+path+"?"+q.Encode(), *timeout+10*time.Second, adminauth.FromEnv(*auth))
 }
 
-// adminCall sends one request to an admin endpoint, copies the answer to stdout (stderr when it
-// failed) and returns the exit status: 0 for 200, 1 otherwise.
-func adminCall(what, method, u string, timeout time.Duration) int {
+// adminAuthFlag adds --admin-auth to a command that calls the admin port.
+func adminAuthFlag(fs *flag.FlagSet) *string {
+	return fs.String("admin-auth", "", "admin operator credentials user:password (superDigest or corral.admin.digest user), sent as \"Authorization: digest user:password\"; default $"+adminauth.EnvAuth)
+}
+
+// adminCall sends one request to an admin endpoint, with the operator credentials cred
+// (user:password, "" for none), copies the answer to stdout (stderr when it failed) and returns
+// the exit status: 0 for 200, 1 otherwise.
+func adminCall(what, method, u string, timeout time.Duration, cred string) int {
 	req, err := http.NewRequest(method, u, nil)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "corral %s: %v\n", what, err)
 		return 2
 	}
+	adminauth.SetHeader(req, cred)
 	resp, err := (&http.Client{Timeout: timeout}).Do(req)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "corral %s: %v\n", what, err)
@@ -68,6 +78,9 @@ func adminCall(what, method, u string, timeout time.Duration) int {
 	if resp.StatusCode != http.StatusOK {
 		body, _ := io.ReadAll(resp.Body)
 		fmt.Fprintf(os.Stderr, "corral %s: %s: %s", what, resp.Status, body)
+		if resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden {
+			fmt.Fprintf(os.Stderr, "corral %s: the admin port wants an operator: --admin-auth user:password or $%s (docs/operations.md \"Admin port\")\n", what, adminauth.EnvAuth)
+		}
 		return 1
 	}
 	io.Copy(os.Stdout, resp.Body)

@@ -3,7 +3,6 @@ package clustertest
 import (
 	"context"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -19,17 +18,7 @@ import (
 // adminStatus calls an admin endpoint and returns the status code and body.
 func adminStatus(t *testing.T, method, addr, pathQuery string) (int, string) {
 	t.Helper()
-	req, err := http.NewRequest(method, "http://"+addr+pathQuery, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp, err := (&http.Client{Timeout: 90 * time.Second}).Do(req)
-	if err != nil {
-		t.Fatalf("%s %s: %v", method, pathQuery, err)
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(body)
+	return adminAs(t, method, addr, pathQuery, "")
 }
 
 // servesOn waits until server i routes path to shardID and runs an opened replica of that shard

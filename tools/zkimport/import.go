@@ -26,6 +26,7 @@ type Options struct {
 	DataDir, DataLogDir string
 	To                  []string // target Corral servers (host:port); unused with DryRun
 	Admin               string   // a target server's admin address (host:port), for the stats; unused with DryRun
+	AdminAuth           string   // admin operator credentials (user:password) for Admin; "" for none (package adminauth)
 	// Path is the root of the subtree to copy (default "/": everything but /zookeeper). Its
 	// missing ancestors are created in the target with null data.
 	Path string
@@ -224,7 +225,7 @@ func (r *run) finish(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	return postStats(ctx, r.o.Admin, r.stats)
+	return postStats(ctx, r.o.Admin, r.o.AdminAuth, r.stats)
 }
 
 // each runs f on every path with up to Concurrency calls at once and returns the first error.

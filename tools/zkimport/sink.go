@@ -13,6 +13,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/corral/corral/adminauth"
 	"github.com/corral/corral/cluster"
 	"github.com/corral/corral/tools/zkdata"
 )
@@ -102,7 +103,7 @@ const statChunk = 10_000
 // postStats sets the stats of the copied nodes through the target's admin endpoint, in chunks.
 // A 409 (the ensemble has not reached the format level that can apply them yet, as right after
 // a fresh ensemble starts) is asked again for up to a minute.
-func postStats(ctx context.Context, admin string, lines []cluster.StatLine) error {
+func postStats(ctx context.Context, admin, cred string, lines []cluster.StatLine) error {
 	for len(lines) > 0 {
 		n := min(len(lines), statChunk)
 		var body bytes.Buffer
@@ -110,7 +111,7 @@ func postStats(ctx context.Context, admin string, lines []cluster.StatLine) erro
 		for i := range lines[:n] {
 			enc.Encode(&lines[i])
 		}
-		if err := postStatChunk(ctx, admin, body.Bytes()); err != nil {
+		if err := postStatChunk(ctx, admin, cred, body.Bytes()); err != nil {
 			return err
 		}
 		lines = lines[n:]
@@ -118,7 +119,7 @@ func postStats(ctx context.Context, admin string, lines []cluster.StatLine) erro
 	return nil
 }
 
-func postStatChunk(ctx context.Context, admin string, body []byte) error {
+func postStatChunk(ctx context.Context, admin, cred string, body []byte) error {
 	url := "http://" + admin + "/import/stats"
 	deadline := time.Now().Add(time.Minute)
 	for {
@@ -126,6 +127,7 @@ func postStatChunk(ctx context.Context, admin string, body []byte) error {
 		if err != nil {
 			return err
 		}
+		adminauth.SetHeader(req, cred)
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			return fmt.Errorf("setting stats through the admin endpoint %s: %w", admin, err)
