@@ -577,7 +577,7 @@ func (c *conn) propose(sl *slot, h wire.RequestHeader, rec wire.Record, op shard
 		case res.Err == shard.ErrMoved:
 			c.reroute(sl, h, rec, op, sh.ID, res.Zxid)
 		default:
-			c.completeWrite(sl, h, res)
+			c.completeWrite(sl, h, rec, res)
 		}
 	}})
 }
