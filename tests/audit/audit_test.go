@@ -2,49 +2,30 @@ package audit_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/go-zookeeper/zk"
 	"go.uber.org/goleak"
 
+	"github.com/corral/corral/format"
 	"github.com/corral/corral/internal/apachezk"
 	"github.com/corral/corral/internal/testcluster"
+	"github.com/corral/corral/internal/zktest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-type quietLogger struct{}
-
-func (quietLogger) Printf(string, ...any) {}
-
-func connect(t *testing.T, ctx context.Context, addr string) *zk.Conn {
-	t.Helper()
-	c, ev, err := zk.Connect([]string{addr}, 10*time.Second, zk.WithLogger(quietLogger{}))
-	if err != nil {
-		t.Fatalf("connect %s: %v", addr, err)
-	}
-	for {
-		select {
-		case e := <-ev:
-			if e.State == zk.StateHasSession {
-				return c
-			}
-		case <-ctx.Done():
-			c.Close()
-			t.Fatalf("no session with %s: %v", addr, ctx.Err())
-		}
-	}
-}
-
 // session runs the same writes on both servers. Each step's error is ignored: the failures are
 // what some lines are about.
 func session(t *testing.T, ctx context.Context, addr string) {
-	c := connect(t, ctx, addr)
+	c := zktest.Connect(t, ctx, addr)
 	defer c.Close()
 	world := zk.WorldACL(zk.PermAll)
 	c.Create("/a", []byte("x"), 0, world)
@@ -136,7 +117,7 @@ func clientLines(lines []string) []string {
 
 func waitFor(t *testing.T, what string, f func() bool) {
 	t.Helper()
-	for i := 0; i < 100; i++ {
+	for i := 0; i < 400; i++ {
 		if f() {
 			return
 		}
@@ -199,5 +180,64 @@ func TestAuditLinesMatchZooKeeper(t *testing.T) {
 	all = corralLines(t, auditFile)
 	if last := all[len(all)-1]; !strings.HasSuffix(last, "operation=serverStop\tresult=invoked") {
 		t.Errorf("Corral's last audit line after stop is %q, want serverStop", last)
+	}
+}
+
+// TestAuditPipelinedWrites: writes pipelined by one session over both shards (grouped writes,
+// group.go, and cross-shard group transactions) are audited once each, with their outcome. After
+// 50 top-level znodes (spread over the shards) are created one by one, eight goroutines create
+// the same child of each: each child has one success line and seven failures.
+func TestAuditPipelinedWrites(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	auditFile := filepath.Join(t.TempDir(), "audit.log")
+	cl := testcluster.Start(t, testcluster.Options{Servers: 1, Shards: 2,
+		Extra: []string{"audit.enable=true", "corral.audit.file=" + auditFile}})
+	// Grouped writes need the format level with group transactions.
+	want := fmt.Sprintf("format level=%d ", format.Level4)
+	waitFor(t, "format level 4", func() bool {
+		text, err := cl.Server(0).MembersText(ctx)
+		return err == nil && strings.Contains(text, want)
+	})
+	c := zktest.Connect(t, ctx, cl.Addrs()[0])
+	const paths, writers = 50, 8
+	for i := 0; i < paths; i++ {
+		if _, err := c.Create(fmt.Sprintf("/g%d", i), nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var wg sync.WaitGroup
+	for w := 0; w < writers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < paths; i++ {
+				c.Create(fmt.Sprintf("/g%d/c", (i+w*7)%paths), nil, 0, zk.WorldACL(zk.PermAll))
+			}
+		}()
+	}
+	wg.Wait()
+	count := map[string]int{}
+	waitFor(t, "the audit lines", func() bool {
+		clear(count)
+		n := 0
+		for _, l := range clientLines(corralLines(t, auditFile)) {
+			f := strings.Split(l, "\t")
+			count[f[len(f)-3]+" "+f[len(f)-1]]++
+			n++
+		}
+		return n >= paths+paths*writers
+	})
+	for i := 0; i < paths; i++ {
+		if n := count[fmt.Sprintf("znode=/g%d result=success", i)]; n != 1 {
+			t.Errorf("/g%d: %d success lines, want 1", i, n)
+		}
+		z := fmt.Sprintf("znode=/g%d/c", i)
+		if s, f := count[z+" result=success"], count[z+" result=failure"]; s != 1 || f != writers-1 {
+			t.Errorf("%s: %d success and %d failure lines, want 1 and %d", z, s, f, writers-1)
+		}
+	}
+	if len(count) != 3*paths {
+		t.Errorf("lines for other znodes or results: %v", count)
 	}
 }
