@@ -103,6 +103,15 @@ func TestUsersAndFields(t *testing.T) {
 	if got, want := Users(ids), "bob,10.0.0.1,alice,CN=c"; got != want {
 		t.Errorf("Users = %q, want %q", got, want)
 	}
+	if got, want := Users([]wire.ID{{Scheme: "ip", ID: "::1"}, {Scheme: "ip", ID: "fe80::a:bc%eth0"}}), "0:0:0:0:0:0:0:1,fe80:0:0:0:0:0:a:bc%eth0"; got != want {
+		t.Errorf("Users(IPv6) = %q, want %q", got, want)
+	}
+	for in, want := range map[string]string{"10.1.2.3": "10.1.2.3", "::ffff:10.1.2.3": "10.1.2.3",
+		"2001:db8::1": "2001:db8:0:0:0:0:0:1", "not an ip": "not an ip"} {
+		if got := HostAddress(in); got != want {
+			t.Errorf("HostAddress(%q) = %q, want %q", in, got, want)
+		}
+	}
 	if got := Users(nil); got != "" {
 		t.Errorf("Users(nil) = %q", got)
 	}

@@ -9,7 +9,8 @@
 //     result, separated by tabs, fields without a value left out. Users turns a connection's
 //     identities into the user field (AuthUtil.getUsers: each provider's user name, joined with
 //     commas); ACLString is ZKUtil.aclToString (entries run together without a separator);
-//     CreateMode is CreateMode.toString().toLowerCase(). Line prefixes the message with the
+//     CreateMode is CreateMode.toString().toLowerCase(); HostAddress writes addresses as Java
+//     does (IPv6 without "::" compression). Line prefixes the message with the
 //     timestamp (local time, "2006-01-02 15:04:05,000"), the level (ERROR for result=failure,
 //     INFO otherwise, as Slf4jAuditLogger logs them) and "audit.Slf4jAuditLogger: ".
 //   - Which operations are audited, and how (ops.go): Write and Multi map a write's request and

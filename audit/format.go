@@ -1,6 +1,7 @@
 package audit
 
 import (
+	"net"
 	"strconv"
 	"strings"
 	"time"
@@ -97,10 +98,36 @@ func (e Event) Line(t time.Time) string {
 // SessionHex is ServerCnxn.getSessionIdHex: "0x" and Long.toHexString (two's complement).
 func SessionHex(id int64) string { return "0x" + strconv.FormatUint(uint64(id), 16) }
 
+// HostAddress writes an IP address as Java's InetAddress.getHostAddress does, which ZooKeeper uses
+// for the ip field and the ip identity: IPv4 (and IPv4-mapped IPv6) dotted, IPv6 as eight
+// groups of lowercase hex without leading zeros and without "::" compression, a zone kept after
+// "%". Anything else is returned as it is.
+func HostAddress(s string) string {
+	host, zone, _ := strings.Cut(s, "%")
+	ip := net.ParseIP(host)
+	if ip == nil {
+		return s
+	}
+	if v4 := ip.To4(); v4 != nil {
+		return v4.String()
+	}
+	var b strings.Builder
+	for i := 0; i < 16; i += 2 {
+		if i > 0 {
+			b.WriteByte(':')
+		}
+		b.WriteString(strconv.FormatUint(uint64(ip[i])<<8|uint64(ip[i+1]), 16))
+	}
+	if zone != "" {
+		b.WriteString("%" + zone)
+	}
+	return b.String()
+}
+
 // Users is AuthUtil.getUsers over a connection's identities, given in the order ZooKeeper keeps
 // them: each identity's user name by its provider (digest: the part before the first colon; ip,
 // sasl, x509: the id itself), identities without a provider ("super") and blank names left
-// out, joined with commas.
+// out, joined with commas. An ip identity is written as HostAddress writes it.
 func Users(ids []wire.ID) string {
 	var names []string
 	for _, id := range ids {
@@ -108,7 +135,9 @@ func Users(ids []wire.ID) string {
 		switch id.Scheme {
 		case "digest":
 			n, _, _ = strings.Cut(id.ID, ":")
-		case "ip", "sasl", "x509":
+		case "ip":
+			n = HostAddress(id.ID)
+		case "sasl", "x509":
 			n = id.ID
 		default:
 			continue

@@ -6,11 +6,11 @@ import "github.com/corral/corral/wire"
 type Client struct {
 	Session int64
 	User    string // Users of the connection's identities
-	IP      string // the client's address (ServerCnxn.getHostAddress)
+	IP      string // the client's address (written as HostAddress writes it)
 }
 
 func (c Client) event(op, znode string, r Result) Event {
-	return Event{Session: c.Session, HasSession: true, User: c.User, IP: c.IP, Operation: op, Znode: znode, Result: r}
+	return Event{Session: c.Session, HasSession: true, User: c.User, IP: HostAddress(c.IP), Operation: op, Znode: znode, Result: r}
 }
 
 // Write returns the event of a write sent alone (not in a multi), as AuditHelper.addAuditLog
