@@ -185,3 +185,10 @@ func TestLog(t *testing.T) {
 		}
 	}
 }
+
+func TestReconfig(t *testing.T) {
+	e := Reconfig(cl)
+	if got, want := e.Line(time.Date(2026, 1, 2, 3, 4, 5, 6e6, time.Local)), "2026-01-02 03:04:05,006 ERROR audit.Slf4jAuditLogger: session=0x100000a2b3c0001\tuser=127.0.0.1\tip=127.0.0.1\toperation=reconfig\tresult=failure\n"; got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+}

@@ -16,6 +16,7 @@
 //   - Which operations are audited, and how (ops.go): Write and Multi map a write's request and
 //     outcome to the events AuditHelper.addAuditLog produces: create (not createTTL), delete,
 //     setData and setAcl, with result=failure and the request's path when the write failed;
+//     reconfig (always refused) is a failure line without znode;
 //     a successful multi is one line per create, delete and setData in it (no line for check),
 //     a failed multi one multiOperation line with result=failure and no znode.
 //   - The file (log.go): Log appends lines to one file through a buffered writer. A writer

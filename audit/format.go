@@ -37,6 +37,7 @@ const (
 	OpSetData     = "setData"
 	OpSetACL      = "setAcl"
 	OpMulti       = "multiOperation"
+	OpReconfig    = "reconfig"
 )
 
 // Event is one audit line's fields. An empty field is left out of the line, as ZooKeeper leaves

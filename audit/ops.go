@@ -46,6 +46,10 @@ func Write(c Client, op wire.OpCode, rec wire.Record, errc wire.Err, created str
 	return Event{}, false
 }
 
+// Reconfig returns the event of a reconfig request, which is always refused (reconfiguration is
+// disabled): ZooKeeper turns it into an error transaction and audits it with no znode.
+func Reconfig(c Client) Event { return c.event(OpReconfig, "", Failure) }
+
 // Multi returns the events of a multi, as AuditHelper.logMultiOperation makes them. errc is
 // the reply's error code and results the per-op results (nil when the multi was refused as a
 // whole). A multi that failed is one multiOperation line with result=failure and no znode (its

@@ -50,6 +50,13 @@ func (c *conn) auditWrite(op wire.OpCode, rec wire.Record, errc wire.Err, create
 	}
 }
 
+// auditReconfig audits a refused reconfig.
+func (c *conn) auditReconfig() {
+	if c.s.o.Audit != nil {
+		c.s.o.Audit.Write(audit.Reconfig(c.auditClient()))
+	}
+}
+
 // auditTxn audits a write run as a cross-shard transaction: a multi, or (single) a create or
 // delete sent alone and run as a one-op multi.
 func (c *conn) auditTxn(op wire.OpCode, m *wire.MultiRequest, single bool, res router.TxnResult) {

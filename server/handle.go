@@ -154,6 +154,7 @@ func (c *conn) handle(frame []byte) bool {
 	case wire.OpWhoAmI:
 		c.handleWhoAmI(h)
 	case wire.OpReconfig:
+		c.auditReconfig()
 		c.reply(h.Xid, wire.ErrReconfigDisabled, nil)
 	default:
 		c.s.o.Log.Warn("unsupported opcode, closing connection", "op", int32(h.Op))

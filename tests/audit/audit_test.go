@@ -59,7 +59,8 @@ func session(t *testing.T, ctx context.Context, addr string) {
 		&zk.CreateRequest{Path: "/x", Acl: world},
 		&zk.DeleteRequest{Path: "/nope", Version: -1},
 	)
-	c.Multi() // empty: nothing to audit
+	c.Multi()                                     // empty: nothing to audit
+	c.IncrementalReconfig(nil, []string{"2"}, -1) // reconfig is disabled
 	c.Exists("/a")
 	c.Get("/a")
 	c.Delete(seq, -1)
