@@ -94,6 +94,12 @@ type Config struct {
 	// CheckQuorum makes a Raft leader step down when it has not heard from a quorum for an
 	// election timeout (corral.checkQuorum; default true, docs/design.md §15).
 	CheckQuorum bool
+	// Audit turns the audit log on (audit.enable; docs/operations.md, "Audit log"); AuditFile is
+	// its file (corral.audit.file; AuditPath gives the default); auditSet: audit.enable was given
+	// (it wins over SERVER_JVMFLAGS).
+	Audit     bool
+	AuditFile string
+	auditSet  bool
 	// SASL holds the SASL and authentication-enforcement settings (zoo.cfg keys, with or
 	// without "zookeeper.", and -D flags in SERVER_JVMFLAGS; package sasl); SASLAuth is their
 	// loaded form, set by LoadConfig.
@@ -158,6 +164,7 @@ func LoadConfig(path string, log *slog.Logger) (Config, error) {
 	if err := cfg.loadSASL(path, log); err != nil {
 		return Config{}, err
 	}
+	cfg.loadAudit(path, os.Getenv("SERVER_JVMFLAGS"))
 	for _, k := range cfg.Unknown {
 		if log != nil {
 			log.Warn("unknown configuration key ignored", "key", k, "file", path)
@@ -313,6 +320,10 @@ func (c *Config) set(k, v string, minST, maxST *time.Duration) error {
 		c.ExtendedTypes = v == "true"
 	case k == "zookeeper.DigestAuthenticationProvider.superDigest" || k == "corral.superDigest":
 		c.SuperDigest = v
+	case k == "audit.enable" || k == "zookeeper.audit.enable":
+		c.Audit, c.auditSet = strings.EqualFold(v, "true"), true // Boolean.getBoolean
+	case k == "corral.audit.file":
+		c.AuditFile = v
 	case k == "znode.container.checkIntervalMs":
 		c.ContainerCheck, err = ms()
 	case k == "corral.shards":
@@ -522,3 +533,31 @@ func (c *Config) ApplyDelay() time.Duration { return c.applyDelayForTests }
 
 // ApplyLag is the per-shard apply lag injected for tests (corral.testing.applyLag).
 func (c *Config) ApplyLag() map[uint64]time.Duration { return c.applyLagForTests }
+
+// loadAudit applies -Dzookeeper.audit.enable from SERVER_JVMFLAGS unless zoo.cfg set audit.enable,
+// and resolves a relative corral.audit.file against the zoo.cfg directory.
+func (c *Config) loadAudit(path, jvmFlags string) {
+	if !c.auditSet {
+		for _, a := range strings.Fields(jvmFlags) {
+			if v, ok := strings.CutPrefix(a, "-Dzookeeper.audit.enable="); ok {
+				c.Audit = strings.EqualFold(strings.Trim(v, `"'`), "true")
+			}
+		}
+	}
+	if c.AuditFile != "" && !filepath.IsAbs(c.AuditFile) {
+		c.AuditFile = filepath.Join(filepath.Dir(path), c.AuditFile)
+	}
+}
+
+// AuditPath is the audit log's file: corral.audit.file, or zookeeper_audit.log (the name in
+// ZooKeeper's shipped logging configuration) in dataLogDir, or else in dataDir.
+func (c *Config) AuditPath() string {
+	if c.AuditFile != "" {
+		return c.AuditFile
+	}
+	dir := c.DataLogDir
+	if dir == "" {
+		dir = c.DataDir
+	}
+	return filepath.Join(dir, "zookeeper_audit.log")
+}

@@ -27,6 +27,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/corral/corral/adminauth"
+	"github.com/corral/corral/audit"
 	"github.com/corral/corral/format"
 	"github.com/corral/corral/raftnet"
 	"github.com/corral/corral/router"
@@ -71,6 +72,7 @@ type Server struct {
 	table    *session.Table
 	sessions *session.Manager
 	client   *server.Server
+	audit    *audit.Log // audit.enable: opened with the client port, closed after it
 	reg      *prometheus.Registry
 	admin    *http.Server
 	ln       net.Listener
@@ -461,6 +463,12 @@ func (s *Server) startClientPort() error {
 		return err
 	}
 	s.ln = ln
+	if s.cfg.Audit {
+		if s.audit, err = audit.Open(s.cfg.AuditPath(), s.log); err != nil {
+			ln.Close()
+			return fmt.Errorf("cluster: %w", err)
+		}
+	}
 	s.client = server.New(server.Options{
 		ServerID: s.cfg.MyID, MaxBuffer: s.cfg.MaxBuffer, MinTimeout: s.cfg.MinSessionTimeout,
 		MaxTimeout: s.cfg.MaxSessionTimeout, MaxClientCnxns: s.cfg.MaxClientCnxns,
@@ -473,6 +481,7 @@ func (s *Server) startClientPort() error {
 		MetaCutOff:       s.metaCutOff,
 		Leaderless:       s.leaderless,
 		SASL:             s.cfg.SASLAuth,
+		Audit:            s.audit,
 	})
 	s.srvPtr.Store(s.client)
 	s.wg.Add(1)
@@ -615,6 +624,9 @@ func (s *Server) Close() error {
 	s.ready.Store(false)
 	if s.client != nil {
 		s.client.Close()
+	}
+	if s.audit != nil {
+		s.audit.Close()
 	}
 	if s.admin != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)

@@ -228,12 +228,14 @@ func (c *conn) runGroup(g *writeGroup) {
 			c.logSessionMoved(wire.OpMulti)
 		}
 		for _, w := range g.writes {
+			c.auditWrite(w.h.Op, w.rec, res.FailErr, "")
 			c.complete(w.sl, c.frame(w.h.Xid, res.FailErr, 0, nil))
 			c.countReply(res.FailErr)
 		}
 	default:
 		for i, w := range g.writes {
 			z := shard.GroupZxid(res.Zxid, i)
+			c.auditWrite(w.h.Op, w.rec, res.Results[i].Err, res.Results[i].Path)
 			c.complete(w.sl, c.frame(w.h.Xid, res.Results[i].Err, z, groupReplyBody(w.h.Op, &res.Results[i])))
 			c.countReply(res.Results[i].Err)
 		}

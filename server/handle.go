@@ -154,6 +154,7 @@ func (c *conn) handle(frame []byte) bool {
 	case wire.OpWhoAmI:
 		c.handleWhoAmI(h)
 	case wire.OpReconfig:
+		c.auditReconfig()
 		c.reply(h.Xid, wire.ErrReconfigDisabled, nil)
 	default:
 		c.s.o.Log.Warn("unsupported opcode, closing connection", "op", int32(h.Op))
@@ -577,7 +578,7 @@ func (c *conn) propose(sl *slot, h wire.RequestHeader, rec wire.Record, op shard
 		case res.Err == shard.ErrMoved:
 			c.reroute(sl, h, rec, op, sh.ID, res.Zxid)
 		default:
-			c.completeWrite(sl, h, res)
+			c.completeWrite(sl, h, rec, res)
 		}
 	}})
 }

@@ -163,6 +163,7 @@ func (c *conn) runTxn(ctx context.Context, sl *slot, h wire.RequestHeader, req *
 		c.writeFailed(sl, err)
 		return
 	}
+	c.auditTxn(h.Op, &req.Multi, single, res)
 	if !single {
 		if res.Failed && res.Results == nil {
 			c.complete(sl, c.frame(h.Xid, res.FailErr, 0, nil))
@@ -227,8 +228,9 @@ func (c *conn) planWrite(op wire.OpCode, rec wire.Record) writePlan {
 	return writePlan{sh: r.Lookup(path)}
 }
 
-// completeWrite queues the reply of a write its shard applied.
-func (c *conn) completeWrite(sl *slot, h wire.RequestHeader, res shard.OpResult) {
+// completeWrite queues the reply of a write its shard applied; rec is its decoded request.
+func (c *conn) completeWrite(sl *slot, h wire.RequestHeader, rec wire.Record, res shard.OpResult) {
+	c.auditReply(h.Op, rec, res.Err, res.Body)
 	if res.Err == wire.ErrSessionMoved {
 		c.logSessionMoved(h.Op)
 	}
@@ -308,7 +310,7 @@ func (c *conn) reroute(sl *slot, h wire.RequestHeader, rec wire.Record, op shard
 				from, moveZxid = plan.sh.ID, r.res.Zxid
 				continue
 			}
-			c.completeWrite(sl, h, r.res)
+			c.completeWrite(sl, h, rec, r.res)
 			return
 		}
 		c.writeFailed(sl, errors.New("server: the write's subtree kept moving"))

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/corral/corral/audit"
 	"github.com/corral/corral/router"
 	"github.com/corral/corral/sasl"
 	"github.com/corral/corral/session"
@@ -63,6 +64,9 @@ type Options struct {
 	// SASL is the SASL server and the authentication enforcement (sasl.go); nil: none, and sasl
 	// packets are answered as by a ZooKeeper without a JAAS Server section.
 	SASL *sasl.Auth
+	// Audit, when set, receives an audit line for every audited write answered on this server
+	// (audit.go); its owner closes it after Close.
+	Audit *audit.Log
 }
 
 // Info is what four-letter words report about the server.
