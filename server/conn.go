@@ -34,8 +34,9 @@ type conn struct {
 	readOnly bool
 	lastZxid atomic.Int64
 	// lastWriteShard is the shard of the connection's latest write (0: none yet, or a
-	// cross-shard transaction). A write to another shard first waits for the earlier writes'
-	// replies, so a session's writes are applied in order across shards (request goroutine only).
+	// cross-shard transaction; groupMarker: a group). A write to another shard while earlier
+	// writes are unanswered joins a group (group.go), so a session's writes are applied in order
+	// across shards (request goroutine only).
 	lastWriteShard uint64
 	// group is the writes collected to run together once the earlier replies are queued
 	// (group.go; request goroutine only).

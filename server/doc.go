@@ -18,8 +18,9 @@
 //     holds exclusively while it triggers watches.
 //   - Every reply header carries a zxid no smaller than any the connection has seen: the zxid of
 //     the state the reply reflects (a write's zxid, the view a read used).
-//   - Across shards: a write to another shard than the connection's previous write waits for the
-//     earlier replies (FIFO order across shards); a read first makes the local view of its shard
+//   - Across shards: a write to another shard than the connection's previous write, sent while
+//     earlier writes are unanswered, joins a group that runs once their replies are queued, as
+//     one transaction over its shards (group.go; FIFO order across shards); a read first makes the local view of its shard
 //     reflect everything the connection depends on (router.EnsureClosed); a connection holding
 //     watches also catches up the other shards to the view it read, so events precede replies.
 //     Writes spanning shards run as cross-shard transactions (route.go).

@@ -94,9 +94,10 @@ func (c *conn) catchUpFailed(sh *router.Shard, err error) {
 	go c.close("shard replica cannot catch up")
 }
 
-// writeBarrier keeps a session's writes in order across shards: a write to another shard than
-// the previous write (or any cross-shard transaction, key 0) waits until every earlier request
-// has its reply. Writes to one shard keep pipelining (its proposer applies them in order). The
+// writeBarrier keeps a session's writes in order across shards for writes that do not join a
+// group (group.go): a write to another shard than the previous write (or any cross-shard
+// transaction, key 0) waits until every earlier request has its reply. Writes to one shard
+// keep pipelining (its proposer applies them in order). The
 // first write after a take-over also waits for the new owner's record on every shard (owner.go).
 func (c *conn) writeBarrier(key uint64) bool {
 	if !c.awaitOwned() {
