@@ -13,7 +13,6 @@ import (
 	_ "github.com/lni/dragonboat/v4/plugin/tan"
 	_ "github.com/prometheus/client_golang/prometheus"
 	_ "github.com/prometheus/client_golang/prometheus/promhttp"
-	_ "github.com/valyala/bytebufferpool"
 	_ "go.uber.org/goleak"
 	_ "gonum.org/v1/plot"
 	_ "gonum.org/v1/plot/plotter"
