@@ -95,6 +95,23 @@ func (s *Server) metaUnconfirmed() bool {
 // unconfirmed for the read bound and without a leader it knows of (server/stuck.go).
 func (s *Server) metaCutOff() bool { return s.metaUnconfirmed() && s.leaderless(MetaShardID) }
 
+// cutOffShards lists the shards whose replica here is cut off from its quorum, the meta shard
+// (the session table) first: unconfirmed for the read bound and without a leader it knows of,
+// the rule the client port applies (server/stuck.go). /health reports them.
+func (s *Server) cutOffShards() []uint64 {
+	var out []uint64
+	if s.metaCutOff() {
+		out = append(out, MetaShardID)
+	}
+	bound := s.maxReadAge()
+	for _, sh := range s.router.Shards() {
+		if bound > 0 && sh.Age() > bound && s.leaderless(sh.ID) {
+			out = append(out, sh.ID)
+		}
+	}
+	return out
+}
+
 // leaderless reports whether this server's replica of a shard knows of no leader.
 func (s *Server) leaderless(shardID uint64) bool {
 	_, _, ok, err := s.nh.GetLeaderID(shardID)

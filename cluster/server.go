@@ -574,6 +574,11 @@ func (s *Server) startAdmin() {
 			http.Error(w, "not ready", http.StatusServiceUnavailable)
 			return
 		}
+		if cut := s.cutOffShards(); len(cut) > 0 {
+			// Its clients are being closed and sent elsewhere (design.md §3): not healthy.
+			http.Error(w, fmt.Sprintf("cut off from the quorum of shards %v", cut), http.StatusServiceUnavailable)
+			return
+		}
 		fmt.Fprintln(w, "ok")
 	})
 	mux.HandleFunc("/shards", func(w http.ResponseWriter, r *http.Request) {
