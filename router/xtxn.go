@@ -83,6 +83,10 @@ type TxnResult struct {
 // nothing was applied.
 var ErrTxnGaveUp = errors.New("router: cross-shard transaction did not get through")
 
+// ErrGroupBusy: a group transaction met another transaction on a participant (or recovery
+// aborted it) and was aborted everywhere; nothing was applied.
+var ErrGroupBusy = errors.New("router: group transaction met another transaction")
+
 // opTarget returns the path of a multi op and whether it is a create (and sequential) or delete.
 func opTarget(op *wire.MultiOp) (path string, create, seq, del bool) {
 	switch {
@@ -164,7 +168,9 @@ func (r *Router) RunTxn(ctx context.Context, req *TxnRequest, roles map[uint64][
 	backoff := time.Millisecond
 	for {
 		res, retry, err := r.tryTxn(ctx, req, parts, roles)
+		replanned := false
 		if err == nil && res.Failed && res.FailErr == shard.ErrMoved {
+			replanned = true
 			// A participant no longer holds an op's subtree (it moved): plan again with
 			// the mount table, which this server's replica of that participant updated
 			// when it applied the move.
@@ -176,6 +182,12 @@ func (r *Router) RunTxn(ctx context.Context, req *TxnRequest, roles map[uint64][
 		}
 		if err != nil || !retry {
 			return res, err
+		}
+		if req.Group && !replanned {
+			// A group that met another transaction is not retried: nothing was applied, and
+			// its writes can still go one shard at a time (the caller's fallback), where
+			// retrying would let concurrent groups over the same shards abort each other.
+			return TxnResult{}, ErrGroupBusy
 		}
 		// Another transaction held a participant, or recovery aborted this one: nothing was
 		// applied; try again with a new id after a short random pause.

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 
 	"github.com/corral/corral/format"
 	"github.com/corral/corral/router"
@@ -218,6 +219,9 @@ func (c *conn) runGroup(g *writeGroup) {
 		}}
 	res, err := r.RunTxn(ctx, req, roles)
 	switch {
+	case errors.Is(err, router.ErrGroupBusy):
+		c.s.o.Metrics.groupsBusy.Inc()
+		c.runInOrder(g)
 	case err != nil:
 		for _, w := range g.writes {
 			c.writeFailed(w.sl, err)
@@ -238,6 +242,50 @@ func (c *conn) runGroup(g *writeGroup) {
 			c.auditWrite(w.h.Op, w.rec, res.Results[i].Err, res.Results[i].Path)
 			c.complete(w.sl, c.frame(w.h.Xid, res.Results[i].Err, z, groupReplyBody(w.h.Op, &res.Results[i])))
 			c.countReply(res.Results[i].Err)
+		}
+	}
+}
+
+// runInOrder proposes g's writes without a transaction, after a group transaction met another
+// one (router.ErrGroupBusy; nothing of it applied): as writes that join no group are, each to
+// its shard's proposer, a write to another shard than the previous one only once every earlier
+// reply is queued. Concurrent groups of several sessions over the same shards would otherwise
+// abort each other's prepares over and over; this way they degrade to one Raft round per change
+// of shard and always progress.
+func (c *conn) runInOrder(g *writeGroup) {
+	var prev uint64
+	for i, w := range g.writes {
+		plan := c.planWrite(w.h.Op, w.rec)
+		if plan.sh == nil || plan.sh.ID != prev {
+			select {
+			case <-c.whenHead(w.sl):
+			case <-c.writerEnd:
+				for _, rest := range g.writes[i:] {
+					c.complete(rest.sl, nil)
+				}
+				return
+			}
+		}
+		switch {
+		case plan.roles != nil:
+			// Its path became a mount point since it was read: a transaction of its own.
+			ctx, cancel := context.WithTimeout(context.Background(), c.writeTimeout())
+			req := &router.TxnRequest{Session: g.session, Epoch: g.epoch, Auth: g.auth, MinZxid: c.lastZxid.Load(), Multi: plan.multi}
+			c.runTxn(ctx, w.sl, w.h, req, plan.roles, plan.single)
+			cancel()
+			prev = 0
+		case plan.sh == nil:
+			c.complete(w.sl, c.frame(w.h.Xid, wire.ErrSystemError, 0, nil))
+			prev = 0
+		default:
+			var viewZxid int64
+			if v := plan.sh.View(); v != nil {
+				viewZxid = v.Zxid()
+			}
+			op := shard.Op{Session: g.session, Epoch: g.epoch, Auth: g.auth, Code: w.h.Op, Body: w.body,
+				MinZxid: c.lastZxid.Load(), ViewZxid: viewZxid}
+			c.propose(w.sl, w.h, w.rec, op, plan.sh)
+			prev = plan.sh.ID
 		}
 	}
 }

@@ -23,6 +23,7 @@ type Metrics struct {
 	// groups and groupedWrites count group commits (group.go) and the writes they carried.
 	groups        prometheus.Counter
 	groupedWrites prometheus.Counter
+	groupsBusy    prometheus.Counter
 
 	// Pre-resolved children of the vectors, so the request path does no label lookups.
 	byOp      map[wire.OpCode]prometheus.Counter
@@ -61,6 +62,8 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "Groups of one session's pipelined writes across shards, run together after the earlier writes' replies."}),
 		groupedWrites: prometheus.NewCounter(prometheus.CounterOpts{Name: "corral_grouped_writes_total",
 			Help: "Writes that ran in a group (corral_write_groups_total)."}),
+		groupsBusy: prometheus.NewCounter(prometheus.CounterOpts{Name: "corral_write_groups_busy_total",
+			Help: "Groups whose transaction met another one and whose writes then went one shard at a time."}),
 	}
 	m.byOp = map[wire.OpCode]prometheus.Counter{}
 	for op, name := range opNames {
@@ -71,7 +74,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m.writeLat = m.latency.WithLabelValues("write")
 	if reg != nil {
 		reg.MustRegister(m.connections, m.outstanding, m.requests, m.latency, m.errors, m.watchEvents, m.rerouted, m.throttled,
-			m.leaseWaits, m.leaseDrops, m.stuckDrops, m.groups, m.groupedWrites)
+			m.leaseWaits, m.leaseDrops, m.stuckDrops, m.groups, m.groupedWrites, m.groupsBusy)
 	}
 	return m
 }
