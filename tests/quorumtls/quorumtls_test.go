@@ -1,0 +1,262 @@
+package quorumtls_test
+
+import (
+	"bytes"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/corral/corral/cluster"
+	"github.com/corral/corral/internal/testcerts"
+	"github.com/corral/corral/internal/testcluster"
+)
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
+}
+
+// waitLog waits until the logs hold want.
+func waitLog(t *testing.T, logs *lockedBuffer, want string) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !strings.Contains(logs.String(), want) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no log line %q", want)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// stores writes a CA's trust store and one key store that every server shares (its
+// certificate names 127.0.0.1 and localhost), and returns their zoo.cfg lines.
+func stores(t *testing.T, ca *testcerts.CA) []string {
+	key := ca.WritePEM(t, ca.Issue(t, pkix.Name{CommonName: "corral-server"}, nil), "quorum.pem")
+	return []string{
+		"ssl.quorum.keyStore.location=" + key,
+		"ssl.quorum.trustStore.location=" + ca.WriteTrustPEM(t, "quorum-ca.pem"),
+	}
+}
+
+type quiet struct{}
+
+func (quiet) Printf(string, ...any) {}
+
+func connect(t *testing.T, addr string) *zk.Conn {
+	t.Helper()
+	c, ev, err := zk.Connect([]string{addr}, 10*time.Second, zk.WithLogger(quiet{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	deadline := time.After(20 * time.Second)
+	for {
+		select {
+		case e := <-ev:
+			if e.State == zk.StateHasSession {
+				return c
+			}
+		case <-deadline:
+			t.Fatalf("no session with %s", addr)
+		}
+	}
+}
+
+// TestQuorumTLS: three servers with sslQuorum=true elect leaders for every shard and replicate
+// writes (a write through one server is read through the others after a sync); a plaintext
+// peer, a peer with no certificate and a peer whose certificate another CA signed are each
+// refused on the Raft port with one log line.
+func TestQuorumTLS(t *testing.T) {
+	logs := &lockedBuffer{}
+	dir := t.TempDir()
+	ca := testcerts.NewCA(t, dir, "quorum-ca")
+	extra := append(stores(t, ca), "sslQuorum=true", "sslQuorumReloadCertFiles=true")
+	cl := testcluster.Start(t, testcluster.Options{Servers: 3, Shards: 2, Extra: extra,
+		Log: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+	for _, id := range []uint64{cluster.MetaShardID, cluster.DataShardID(0), cluster.DataShardID(1)} {
+		if cl.Leader(id) < 0 {
+			t.Fatalf("shard %d has no leader", id)
+		}
+	}
+	addrs := cl.Addrs()
+	w := connect(t, addrs[0])
+	for i := range 10 {
+		if _, err := w.Create(fmt.Sprintf("/q%d", i), []byte("over tls"), 0, zk.WorldACL(zk.PermAll)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, a := range addrs[1:] {
+		r := connect(t, a)
+		for i := range 10 {
+			p := fmt.Sprintf("/q%d", i)
+			if _, err := r.Sync(p); err != nil {
+				t.Fatal(err)
+			}
+			if b, _, err := r.Get(p); err != nil || string(b) != "over tls" {
+				t.Fatalf("%s via %s: %q %v", p, a, b, err)
+			}
+		}
+	}
+	if strings.Contains(logs.String(), "TLS handshake failed") {
+		t.Fatalf("servers refused each other:\n%s", logs.String())
+	}
+
+	raft := cl.RaftAddr(1)
+	// A plaintext peer: a dragonboat frame's first bytes.
+	nc, err := net.Dial("tcp", raft)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nc.Write([]byte{0xAE, 0x7D, 0, 100, 0, 0, 0, 0, 0, 0, 0, 1})
+	nc.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if n, err := nc.Read(make([]byte, 64)); err == nil {
+		t.Fatalf("plaintext peer read %d bytes", n)
+	}
+	nc.Close()
+	waitLog(t, logs, "quorum TLS: not a TLS client (plaintext?), closing")
+
+	roots := x509.NewCertPool()
+	roots.AddCert(ca.Cert)
+	other := testcerts.NewCA(t, filepath.Join(dir), "other-ca")
+	ol := other.Issue(t, pkix.Name{CommonName: "intruder"}, nil)
+	for i, cfg := range []*tls.Config{
+		{RootCAs: roots, ServerName: "localhost"}, // no certificate
+		{RootCAs: roots, ServerName: "localhost", Certificates: []tls.Certificate{{Certificate: [][]byte{ol.Cert.Raw}, PrivateKey: ol.Key}}},
+	} {
+		before := strings.Count(logs.String(), "quorum TLS: TLS handshake failed")
+		tc, err := tls.Dial("tcp", raft, cfg)
+		if err == nil {
+			// TLS 1.2: the server refuses the client's certificate within the handshake, so
+			// Dial fails; should it not, the link must still carry nothing.
+			tc.SetReadDeadline(time.Now().Add(5 * time.Second))
+			_, err = tc.Read(make([]byte, 1))
+			tc.Close()
+			if err == nil {
+				t.Fatalf("peer %d: link accepted", i)
+			}
+		}
+		deadline := time.Now().Add(5 * time.Second)
+		for strings.Count(logs.String(), "quorum TLS: TLS handshake failed") <= before {
+			if time.Now().After(deadline) {
+				t.Fatalf("peer %d refused without a log line", i)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	// The ensemble still works.
+	if _, err := w.Create("/after", nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestAdminHTTPS: with admin.forceHttps the admin port serves HTTPS from the ssl.quorum stores
+// and plain HTTP gets no answer from a handler; a verified client certificate that
+// corral.admin.x509 names is an operator, other certificates and none are not.
+func TestAdminHTTPS(t *testing.T) {
+	logs := &lockedBuffer{}
+	dir := t.TempDir()
+	ca := testcerts.NewCA(t, dir, "quorum-ca")
+	extra := append(stores(t, ca), "admin.forceHttps=true", "corral.admin.x509=CN=op,O=corp", "corral.admin.trustLoopback=false")
+	cl := testcluster.Start(t, testcluster.Options{Servers: 1, Admin: true, Extra: extra,
+		Log: slog.New(slog.NewTextHandler(logs, nil))})
+	addr := cl.AdminAddr(0)
+	roots := x509.NewCertPool()
+	roots.AddCert(ca.Cert)
+	client := func(cn string) *http.Client {
+		cfg := &tls.Config{RootCAs: roots}
+		if cn != "" {
+			l := ca.Issue(t, pkix.Name{CommonName: cn, Organization: []string{"corp"}}, nil)
+			cfg.Certificates = []tls.Certificate{{Certificate: [][]byte{l.Cert.Raw}, PrivateKey: l.Key}}
+		}
+		return &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: cfg}}
+	}
+	status := func(c *http.Client, method, u string) int {
+		t.Helper()
+		req, _ := http.NewRequest(method, u, nil)
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatalf("%s %s: %v", method, u, err)
+		}
+		defer resp.Body.Close()
+		io.Copy(io.Discard, resp.Body)
+		return resp.StatusCode
+	}
+	if got := status(client(""), http.MethodGet, "https://"+addr+"/health"); got != http.StatusOK {
+		t.Fatalf("GET https /health: %d", got)
+	}
+	if got := status(http.DefaultClient, http.MethodGet, "http://"+addr+"/health"); got == http.StatusOK {
+		t.Fatalf("GET http /health over plaintext: %d", got)
+	}
+	if got := status(client("op"), http.MethodPost, "https://"+addr+"/health"); got != http.StatusOK {
+		t.Fatalf("POST with the operator's certificate: %d", got)
+	}
+	if got := status(client("someone"), http.MethodPost, "https://"+addr+"/health"); got == http.StatusOK {
+		t.Fatalf("POST with another certificate: %d", got)
+	}
+	if got := status(client(""), http.MethodPost, "https://"+addr+"/health"); got == http.StatusOK {
+		t.Fatalf("POST without a certificate: %d", got)
+	}
+	waitLog(t, logs, "x509:CN=op,O=corp")
+}
+
+// TestConfig: each mistake stops the server with the key at fault named.
+func TestConfig(t *testing.T) {
+	for i, tc := range []struct {
+		cfg, want string
+	}{
+		0: {"sslQuorum=true\nssl.quorum.trustStore.location=/x\n", "ssl.quorum.keyStore.location"},
+		1: {"sslQuorum=true\nssl.quorum.keyStore.location=/x\n", "ssl.quorum.trustStore.location"},
+		2: {"ssl.quorum.clientAuth=sometimes\n", "ssl.quorum.clientAuth"},
+		3: {"ssl.quorum.keyStore.type=BCFKS\n", "ssl.quorum.keyStore.type"},
+		4: {"portUnification=true\n", "portUnification"},
+		5: {"admin.forceHttps=true\n", "ssl.quorum.keyStore.location"},
+		6: {"admin.portUnification=true\n", "admin.portUnification"},
+		7: {"admin.needClientAuth=true\nadmin.forceHttps=true\nssl.quorum.keyStore.location=/x\n", "ssl.quorum.trustStore.location"},
+		8: {"sslQuorum=true\nssl.quorum.keyStore.location=/x\nssl.quorum.trustStore.location=/y\nssl.quorum.enabledProtocols=TLSv1,TLSv1.3\n", "ssl.quorum.enabledProtocols"},
+	} {
+		cfg, err := cluster.ParseConfig(strings.NewReader("dataDir=/tmp/x\n" + tc.cfg))
+		if err == nil {
+			err = cfg.Validate()
+		}
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%d: %q: err %v, want it to name %s", i, tc.cfg, err, tc.want)
+		}
+	}
+	// A bad store stops the server at start, naming the key.
+	dir := t.TempDir()
+	cfg, err := cluster.ParseConfig(strings.NewReader(fmt.Sprintf("dataDir=%s\nclientPort=%d\nsslQuorum=true\nssl.quorum.keyStore.location=%s/none.pem\nssl.quorum.trustStore.location=%s/none.pem\n",
+		dir, testcluster.FreePorts(t, 1)[0], dir, dir)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s, err := cluster.Start(t.Context(), cfg, nil); err == nil || !strings.Contains(err.Error(), "ssl.quorum.keyStore") {
+		if s != nil {
+			s.Close()
+		}
+		t.Fatalf("Start with a missing key store: %v", err)
+	}
+}
