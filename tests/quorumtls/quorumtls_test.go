@@ -2,6 +2,7 @@ package quorumtls_test
 
 import (
 	"bytes"
+	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
@@ -10,6 +11,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -258,5 +260,65 @@ func TestConfig(t *testing.T) {
 			s.Close()
 		}
 		t.Fatalf("Start with a missing key store: %v", err)
+	}
+}
+
+// TestForeignServerCannotJoin: a fourth server added to a TLS ensemble (POST /members/add) whose
+// quorum stores come from another CA never catches up: each side refuses the other's links, and
+// the ensemble logs the refusals and goes on serving writes.
+func TestForeignServerCannotJoin(t *testing.T) {
+	logs := &lockedBuffer{}
+	dir := t.TempDir()
+	ca := testcerts.NewCA(t, dir, "quorum-ca")
+	cl := testcluster.Start(t, testcluster.Options{Servers: 3, Admin: true, Extra: append(stores(t, ca), "sslQuorum=true"),
+		Log: slog.New(slog.NewTextHandler(logs, nil))})
+
+	sdir := filepath.Join(dir, "foreign")
+	if err := os.MkdirAll(sdir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	other := testcerts.NewCA(t, sdir, "other-ca")
+	ports := testcluster.FreePorts(t, 2)
+	var b strings.Builder
+	for i := range 3 {
+		host, port, _ := net.SplitHostPort(cl.RaftAddr(i))
+		fmt.Fprintf(&b, "server.%d=%s:%s:%s1\n", i+1, host, port, port)
+	}
+	raft := fmt.Sprintf("127.0.0.1:%d", ports[1])
+	fmt.Fprintf(&b, "server.4=%s:%d\n", raft, ports[1]+1)
+	fmt.Fprintf(&b, "dataDir=%s\nclientPort=%d\nclientPortAddress=127.0.0.1\ntickTime=500\ncorral.shards=1\ncorral.join=true\n%s\nsslQuorum=true\n",
+		sdir, ports[0], strings.Join(stores(t, other), "\n"))
+	if err := os.WriteFile(filepath.Join(sdir, "myid"), []byte("4"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfgPath := filepath.Join(sdir, "zoo.cfg")
+	if err := os.WriteFile(cfgPath, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	flogs := &lockedBuffer{}
+	flog := slog.New(slog.NewTextHandler(flogs, nil))
+	cfg, err := cluster.LoadConfig(cfgPath, flog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.Post("http://"+cl.AdminAddr(0)+"/members/add?id=4&raft="+raft, "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("members/add: %s %s", resp.Status, body)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Second)
+	defer cancel()
+	if s, err := cluster.Start(ctx, cfg, flog); err == nil {
+		s.Close()
+		t.Fatal("a server with another CA's certificate joined the ensemble")
+	}
+	waitLog(t, flogs, "quorum TLS: TLS handshake failed")
+	w := connect(t, cl.Addrs()[0])
+	if _, err := w.Create("/still", nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
 	}
 }
