@@ -129,8 +129,8 @@ func (src *Source) build(first bool) (*tls.Config, error) {
 	}
 	cfg.CipherSuites = cr.ids
 	if s.Quorum {
-		// A Raft link's receiver never writes (raftnet): TLS 1.3 session tickets would read
-		// as the peer ending the link.
+		// A Raft link's receiver writes nothing after the handshake (raftnet's peek tells a
+		// live link from an ended one by that); the dialler keeps no session cache anyway.
 		cfg.SessionTicketsDisabled = true
 	}
 	if first && explicit && len(cr.unsupported) > 0 {
