@@ -383,6 +383,11 @@ func (c *Config) set(k, v string, minST, maxST *time.Duration) error {
 			}
 			c.applyLagForTests[n] = d
 		}
+	case k == "corral.ssl.reloadIntervalMs" || k == "corral.ssl.handshakeTimeoutMs":
+		// Timing of both the secure client port's TLS and the quorum's.
+		if _, err = c.TLS.Set(k, v); err == nil {
+			_, err = c.QuorumTLS.Set(k, v)
+		}
 	case sasl.IsKey(k):
 		err = c.SASL.Set(k, v)
 	case strings.HasPrefix(k, "server."):

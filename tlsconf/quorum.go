@@ -38,6 +38,11 @@ func (s *Settings) setQuorum(k, v string) (bool, error) {
 	case "sslQuorumReloadCertFiles":
 		s.Reload = strings.EqualFold(v, "true")
 		return true, nil
+	case "corral.ssl.reloadIntervalMs", "corral.ssl.handshakeTimeoutMs":
+		// Corral's own timing keys apply to both (cluster gives them to each).
+		s.Quorum = false
+		defer func() { s.Quorum = true }()
+		return s.Set(k, v)
 	case "portUnification":
 		// ZooKeeper's quorum port then takes TLS and plaintext peers alike (a rolling switch to
 		// sslQuorum). Corral's Raft port is one or the other.

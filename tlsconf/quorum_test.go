@@ -1,8 +1,10 @@
 package tlsconf
 
 import (
+	"context"
 	"crypto/tls"
 	"crypto/x509/pkix"
+	"fmt"
 	"io"
 	"log/slog"
 	"strings"
@@ -111,5 +113,31 @@ func TestQuorumSettings(t *testing.T) {
 	s.Set("ssl.quorum.enabledProtocols", "TLSv1,TLSv1.3")
 	if err := s.Validate(); err == nil || !strings.Contains(err.Error(), "ssl.quorum.enabledProtocols") {
 		t.Errorf("a gap in the protocols: %v", err)
+	}
+}
+
+// TestQuorumReload: with sslQuorumReloadCertFiles=true a new quorum key store on disk is what
+// the next dial presents (every corral.ssl.reloadIntervalMs); without it the first stays.
+func TestQuorumReload(t *testing.T) {
+	for _, reload := range []bool{true, false} {
+		ca := testcerts.NewCA(t, t.TempDir(), "ca")
+		src := quorumSource(t, ca, fmt.Sprintf("sslQuorumReloadCertFiles=%v", reload), "corral.ssl.reloadIntervalMs=20")
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { defer close(done); src.Run(ctx) }()
+		ca.WritePEM(t, ca.Issue(t, pkix.Name{CommonName: "peer-2"}, nil), "peer.pem")
+		deadline := time.Now().Add(2 * time.Second)
+		cn := ""
+		for time.Now().Before(deadline) {
+			if cn = src.ClientConfig("localhost:1").Certificates[0].Leaf.Subject.CommonName; cn == "peer-2" {
+				break
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		cancel()
+		<-done
+		if (cn == "peer-2") != reload {
+			t.Errorf("sslQuorumReloadCertFiles=%v: the dial presents %s", reload, cn)
+		}
 	}
 }

@@ -255,9 +255,15 @@ func TestConfig(t *testing.T) {
 			t.Errorf("%d: %q: err %v, want it to name %s", i, tc.cfg, err, tc.want)
 		}
 	}
+	// Corral's TLS timing keys apply to the quorum's TLS too.
+	cfg, err := cluster.ParseConfig(strings.NewReader("dataDir=/tmp/x\ncorral.ssl.reloadIntervalMs=70\ncorral.ssl.handshakeTimeoutMs=900\n"))
+	if err != nil || cfg.TLS.ReloadInterval != 70*time.Millisecond || cfg.QuorumTLS.ReloadInterval != 70*time.Millisecond ||
+		cfg.QuorumTLS.HandshakeTimeout != 900*time.Millisecond {
+		t.Errorf("timing keys: %v %v %v %v", err, cfg.TLS.ReloadInterval, cfg.QuorumTLS.ReloadInterval, cfg.QuorumTLS.HandshakeTimeout)
+	}
 	// A bad store stops the server at start, naming the key.
 	dir := t.TempDir()
-	cfg, err := cluster.ParseConfig(strings.NewReader(fmt.Sprintf("dataDir=%s\nclientPort=%d\nsslQuorum=true\nssl.quorum.keyStore.location=%s/none.pem\nssl.quorum.trustStore.location=%s/none.pem\n",
+	cfg, err = cluster.ParseConfig(strings.NewReader(fmt.Sprintf("dataDir=%s\nclientPort=%d\nsslQuorum=true\nssl.quorum.keyStore.location=%s/none.pem\nssl.quorum.trustStore.location=%s/none.pem\n",
 		dir, testcluster.FreePorts(t, 1)[0], dir, dir)))
 	if err != nil {
 		t.Fatal(err)
