@@ -184,7 +184,8 @@ func testQuorumTLS(t *testing.T, proto string) {
 
 // TestAdminHTTPS: with admin.forceHttps the admin port serves HTTPS from the ssl.quorum stores
 // and plain HTTP gets no answer from a handler; a verified client certificate that
-// corral.admin.x509 names is an operator, other certificates and none are not.
+// corral.admin.x509 names is an operator, other certificates and none are not. With
+// admin.needClientAuth a client without a certificate is refused in the handshake.
 func TestAdminHTTPS(t *testing.T) {
 	logs := &lockedBuffer{}
 	dir := t.TempDir()
@@ -230,6 +231,16 @@ func TestAdminHTTPS(t *testing.T) {
 		t.Fatalf("POST without a certificate: %d", got)
 	}
 	waitLog(t, logs, "x509:CN=op,O=corp")
+
+	// admin.needClientAuth: no certificate, no answer; a certificate the trust store verifies
+	// reads.
+	cl2 := testcluster.Start(t, testcluster.Options{Servers: 1, Admin: true, Extra: append(stores(t, ca), "admin.forceHttps=true", "admin.needClientAuth=true")})
+	if _, err := client("").Get("https://" + cl2.AdminAddr(0) + "/health"); err == nil {
+		t.Fatal("admin.needClientAuth: served a client without a certificate")
+	}
+	if got := status(client("reader"), http.MethodGet, "https://"+cl2.AdminAddr(0)+"/health"); got != http.StatusOK {
+		t.Fatalf("admin.needClientAuth: GET with a certificate: %d", got)
+	}
 }
 
 // TestConfig: each mistake stops the server with the key at fault named.
