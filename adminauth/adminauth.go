@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/corral/corral/acl"
+	"github.com/corral/corral/tlsconf"
 )
 
 // ErrConfig is returned (wrapped) for admin authorisation keys that cannot be used.
@@ -31,9 +32,16 @@ type Settings struct {
 	// TrustLoopback (corral.admin.trustLoopback) says whether requests without credentials
 	// from a loopback address are served; nil: trusted unless Digests is set.
 	TrustLoopback *bool
-	// NeedClientAuth is admin.needClientAuth (ZooKeeper 3.9: ask the admin client for a
-	// certificate). Corral's admin port has no TLS; true is refused by Validate.
+	// ForceHTTPS is admin.forceHttps: the admin port serves HTTPS only, from the ssl.quorum.*
+	// stores (cluster). admin.portUnification (HTTP and HTTPS on one port) is refused.
+	ForceHTTPS bool
+	// NeedClientAuth is admin.needClientAuth (ZooKeeper 3.9): an HTTPS admin client must
+	// present a certificate the ssl.quorum trust store verifies. It needs ForceHTTPS.
 	NeedClientAuth bool
+	// X509 (corral.admin.x509, names separated by ';') are certificate subjects, in RFC 2253
+	// form as the x509 scheme writes them (tlsconf.RFC2253Name), that are operators when a
+	// verified HTTPS client certificate names one.
+	X509 []string
 }
 
 // Set applies one zoo.cfg key; it reports false for keys that are not admin authorisation keys.
@@ -60,6 +68,19 @@ func (s *Settings) Set(k, v string) (bool, error) {
 		s.TrustLoopback = &b
 	case "admin.needClientAuth":
 		s.NeedClientAuth = strings.EqualFold(v, "true")
+	case "admin.forceHttps":
+		s.ForceHTTPS = strings.EqualFold(v, "true")
+	case "admin.portUnification":
+		if strings.EqualFold(v, "true") {
+			return true, fmt.Errorf("%w: admin.portUnification=true: Corral's admin port serves HTTP or HTTPS, not both; use admin.forceHttps=true", ErrConfig)
+		}
+	case "corral.admin.x509":
+		// A subject contains commas (CN=a,O=b), so the list is split on ';'.
+		for _, n := range strings.Split(v, ";") {
+			if n = strings.TrimSpace(n); n != "" {
+				s.X509 = append(s.X509, n)
+			}
+		}
 	default:
 		return false, nil
 	}
@@ -71,8 +92,11 @@ func (s *Settings) Set(k, v string) (bool, error) {
 
 // Validate refuses settings that cannot be honoured.
 func (s Settings) Validate() error {
-	if s.NeedClientAuth {
-		return fmt.Errorf("%w: admin.needClientAuth=true: the admin port has no TLS, so it cannot ask for a client certificate (use corral.admin.digest)", ErrConfig)
+	if s.NeedClientAuth && !s.ForceHTTPS {
+		return fmt.Errorf("%w: admin.needClientAuth=true needs admin.forceHttps=true: without HTTPS there is no client certificate to ask for", ErrConfig)
+	}
+	if len(s.X509) > 0 && !s.ForceHTTPS {
+		return fmt.Errorf("%w: corral.admin.x509 needs admin.forceHttps=true: without HTTPS there is no client certificate", ErrConfig)
 	}
 	return nil
 }
@@ -82,6 +106,7 @@ type Guard struct {
 	next          http.Handler
 	log           *slog.Logger
 	ids           []string // operator digest ids: superDigest and corral.admin.digest
+	x509          []string // operator certificate subjects: corral.admin.x509
 	readAuth      bool
 	trustLoopback bool
 }
@@ -96,6 +121,7 @@ func New(s Settings, superDigest string, log *slog.Logger, next http.Handler) *G
 		g.ids = append(g.ids, superDigest)
 	}
 	g.ids = append(g.ids, s.Digests...)
+	g.x509 = s.X509
 	return g
 }
 
@@ -114,7 +140,12 @@ func (g *Guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, why, code)
 	}
 	cred, present := credential(r)
+	subject := g.certOperator(r)
 	switch {
+	case !present && subject != "":
+		if !read {
+			g.log.Info("admin request", "operator", "x509:"+subject, "remote", r.RemoteAddr, "method", r.Method, "path", r.URL.Path)
+		}
 	case present && cred == "":
 		refuse(http.StatusUnauthorized, `unreadable Authorization header: want "digest user:password" or Basic`)
 		return
@@ -131,7 +162,7 @@ func (g *Guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if !read {
 			g.log.Info("admin request", "operator", "loopback", "remote", r.RemoteAddr, "method", r.Method, "path", r.URL.Path)
 		}
-	case len(g.ids) == 0:
+	case len(g.ids) == 0 && len(g.x509) == 0:
 		refuse(http.StatusForbidden, "no admin operator is configured (corral.admin.digest or superDigest): this request is served from loopback only")
 		return
 	default:
@@ -195,4 +226,22 @@ func FromEnv(flag string) string {
 		return flag
 	}
 	return os.Getenv(EnvAuth)
+}
+
+// certOperator returns the subject of r's client certificate when the TLS handshake verified
+// it and corral.admin.x509 names it an operator; "" otherwise.
+func (g *Guard) certOperator(r *http.Request) string {
+	if len(g.x509) == 0 || r.TLS == nil || len(r.TLS.VerifiedChains) == 0 {
+		return ""
+	}
+	name, err := tlsconf.RFC2253Name(r.TLS.VerifiedChains[0][0])
+	if err != nil {
+		return ""
+	}
+	for _, n := range g.x509 {
+		if n == name {
+			return name
+		}
+	}
+	return ""
 }

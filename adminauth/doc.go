@@ -25,8 +25,11 @@
 // every accepted state change is logged at info level with the operator (or "loopback").
 // Passwords are never logged.
 //
-// The admin port has no TLS, so there is no x509 client certificate to check:
-// admin.needClientAuth=true is a configuration error (Settings.Validate).
+// With admin.forceHttps the admin port is HTTPS (cluster serves it from the ssl.quorum stores);
+// a request without credentials whose verified client certificate names a subject of
+// corral.admin.x509 is an operator's (logged as x509:<subject>). admin.needClientAuth and
+// corral.admin.x509 without admin.forceHttps, and admin.portUnification=true, are configuration
+// errors (Settings.Set, Settings.Validate).
 //
 // Callers: cluster parses the keys with Settings.Set and wraps its admin mux in New; the corral
 // command and tools/zkimport add credentials to their requests with SetHeader (from

@@ -106,7 +106,10 @@ type Config struct {
 	SASL     sasl.Config
 	SASLAuth *sasl.Auth
 	// TLS is the secure client port (secureClientPort, ssl.*; package tlsconf).
-	TLS                  tlsconf.Settings
+	TLS tlsconf.Settings
+	// QuorumTLS is TLS between servers (sslQuorum, ssl.quorum.*; tlsconf/quorum.go); its stores
+	// also serve the admin port with admin.forceHttps, as in ZooKeeper.
+	QuorumTLS            tlsconf.Settings
 	clientPortSet        bool     // clientPort was given (with only secureClientPort, no plaintext port)
 	Unknown              []string // keys not understood (warned about)
 	applyDelayForTests   time.Duration
@@ -137,6 +140,7 @@ func DefaultConfig() Config {
 		RaftMessageBytes: 1 << 20,
 		CheckQuorum:      true,
 		TLS:              tlsconf.Defaults(),
+		QuorumTLS:        tlsconf.QuorumDefaults(),
 	}
 }
 
@@ -379,6 +383,11 @@ func (c *Config) set(k, v string, minST, maxST *time.Duration) error {
 			}
 			c.applyLagForTests[n] = d
 		}
+	case k == "corral.ssl.reloadIntervalMs" || k == "corral.ssl.handshakeTimeoutMs":
+		// Timing of both the secure client port's TLS and the quorum's.
+		if _, err = c.TLS.Set(k, v); err == nil {
+			_, err = c.QuorumTLS.Set(k, v)
+		}
 	case sasl.IsKey(k):
 		err = c.SASL.Set(k, v)
 	case strings.HasPrefix(k, "server."):
@@ -394,9 +403,11 @@ func (c *Config) set(k, v string, minST, maxST *time.Duration) error {
 		// Understood and not needed by Corral.
 	default:
 		var ok bool
-		if ok, err = c.TLS.Set(k, v); !ok {
-			if ok, err = c.AdminAuth.Set(k, v); !ok {
-				c.Unknown = append(c.Unknown, k)
+		if ok, err = c.QuorumTLS.Set(k, v); !ok {
+			if ok, err = c.TLS.Set(k, v); !ok {
+				if ok, err = c.AdminAuth.Set(k, v); !ok {
+					c.Unknown = append(c.Unknown, k)
+				}
 			}
 		}
 	}
@@ -475,8 +486,17 @@ func (c *Config) Validate() error {
 	if err := c.TLS.Validate(); err != nil {
 		return fmt.Errorf("cluster: %w", err)
 	}
+	if err := c.QuorumTLS.Validate(); err != nil {
+		return fmt.Errorf("cluster: %w", err)
+	}
 	if err := c.AdminAuth.Validate(); err != nil {
 		return fmt.Errorf("cluster: %w", err)
+	}
+	switch {
+	case c.AdminAuth.ForceHTTPS && c.QuorumTLS.KeyStore.Location == "":
+		return fmt.Errorf("cluster: admin.forceHttps=true needs ssl.quorum.keyStore.location (the admin port's certificate, as in ZooKeeper)")
+	case c.AdminAuth.NeedClientAuth && c.QuorumTLS.TrustStore.Location == "":
+		return fmt.Errorf("cluster: admin.needClientAuth=true needs ssl.quorum.trustStore.location (the CAs admin client certificates are checked against)")
 	}
 	return nil
 }

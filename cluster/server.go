@@ -78,6 +78,7 @@ type Server struct {
 	ln       net.Listener
 	tls      *tlsconf.Source   // secure client port (nil without secureClientPort), tls.go
 	secureLn *tlsconf.Listener // its listener, merged into ln
+	qtls     *tlsconf.Source   // ssl.quorum.* stores (sslQuorum, admin.forceHttps), tls.go
 
 	srvPtr atomic.Pointer[server.Server]
 	// metaConfirmed is when (unix ns) a catch-up round on the meta shard last began that then
@@ -149,7 +150,7 @@ func (s *Server) startRaft() error {
 		// raftnet: dragonboat's framing, but a restarted peer's stale links are replaced
 		// instead of tripping dragonboat's per-peer circuit breaker (raftnet/doc.go).
 		Expert: config.ExpertConfig{LogDB: config.GetSmallMemLogDBConfig(), LogDBFactory: stateFillingFactory{inner: tan.Factory, tail: &s.logTail},
-			TransportFactory: raftnet.Factory{Log: s.log}},
+			TransportFactory: raftnet.Factory{Log: s.log, TLS: s.startQuorumTLS()}},
 		RaftEventListener:   leaderListener{s},
 		EnableMetrics:       true,
 		MaxSendQueueSize:    cfg.RaftQueueBytes,
@@ -606,6 +607,7 @@ func (s *Server) startAdmin() {
 		s.log.Warn("admin server stopped", "addr", addr, "err", err)
 		return
 	}
+	ln = s.adminTLS(ln, s.admin)
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()

@@ -1,8 +1,11 @@
 package cluster
 
 import (
+	"crypto/tls"
 	"fmt"
+	"log/slog"
 	"net"
+	"net/http"
 
 	"github.com/corral/corral/tlsconf"
 )
@@ -10,6 +13,13 @@ import (
 // loadTLS loads the secure client port's stores (secureClientPort), before anything else
 // starts, so that a bad store stops the server at once with the key at fault.
 func (s *Server) loadTLS() error {
+	if s.cfg.QuorumTLS.Enabled() || s.cfg.AdminAuth.ForceHTTPS {
+		src, err := tlsconf.NewSource(s.cfg.QuorumTLS, s.log)
+		if err != nil {
+			return fmt.Errorf("cluster: quorum TLS: %w", err)
+		}
+		s.qtls = src
+	}
 	if !s.cfg.TLS.Enabled() {
 		return nil
 	}
@@ -58,4 +68,33 @@ func (s *Server) SecureClientAddr() string {
 		return ""
 	}
 	return s.secureLn.Addr().String()
+}
+
+// startQuorumTLS starts reloading the ssl.quorum.* stores (sslQuorumReloadCertFiles) under the
+// server's context and wait group, and returns the source Raft links use: nil unless
+// sslQuorum=true (the stores may serve the admin port alone).
+func (s *Server) startQuorumTLS() *tlsconf.Source {
+	if s.qtls == nil {
+		return nil
+	}
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		s.qtls.Run(s.ctx)
+	}()
+	if !s.cfg.QuorumTLS.Enabled() {
+		return nil
+	}
+	return s.qtls
+}
+
+// adminTLS wraps the admin port's listener in TLS with admin.forceHttps (from the ssl.quorum.*
+// stores, as ZooKeeper's admin server), and gives the HTTP server a logger for failed
+// handshakes (a plaintext request is answered 400 by net/http).
+func (s *Server) adminTLS(ln net.Listener, hs *http.Server) net.Listener {
+	if !s.cfg.AdminAuth.ForceHTTPS {
+		return ln
+	}
+	hs.ErrorLog = slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)
+	return tls.NewListener(ln, s.qtls.HTTPSConfig(s.cfg.AdminAuth.NeedClientAuth))
 }

@@ -24,6 +24,10 @@
 // partition is abandoned within seconds instead of sitting in retransmission back-off after
 // the partition heals, and dials time out after dialTimeout.
 //
+// With Factory.TLS (sslQuorum) every link is TLS with mutual authentication from the quorum
+// stores: accepted links pass a tlsconf.Listener, which refuses and logs a peer without a
+// certificate the trust store verifies.
+//
 // Goroutines: the accept loop and one reader per accepted link, owned by the Transport and
 // ended by Close. Sending links have no goroutine of their own; dragonboat closes them, and
 // Close closes any it left open.

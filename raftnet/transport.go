@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/corral/corral/tlsconf"
 	"github.com/lni/dragonboat/v4/config"
 	"github.com/lni/dragonboat/v4/raftio"
 	pb "github.com/lni/dragonboat/v4/raftpb"
@@ -36,6 +37,11 @@ const (
 type Factory struct {
 	// Log receives the transport's rare events (a malformed frame, a redial); nil discards.
 	Log *slog.Logger
+	// TLS, when set (sslQuorum), makes every link TLS from its stores: accepted links are
+	// served by a tlsconf.Listener (a peer without a certificate the trust store verifies, or
+	// speaking plaintext, is closed with one log line), dialled links present this server's
+	// certificate and verify the peer's. It takes the place of NodeHostConfig.MutualTLS.
+	TLS *tlsconf.Source
 }
 
 // Create implements config.TransportFactory.
@@ -44,7 +50,7 @@ func (f Factory) Create(nhc config.NodeHostConfig, onBatch raftio.MessageHandler
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Transport{nhc: nhc, onBatch: onBatch, onChunk: onChunk, log: log, tls: nhc.MutualTLS,
+	return &Transport{nhc: nhc, onBatch: onBatch, onChunk: onChunk, log: log, tls: nhc.MutualTLS || f.TLS != nil, src: f.TLS,
 		stop: make(chan struct{}), accepted: map[net.Conn]struct{}{}, sending: map[*msgConn]struct{}{}}
 }
 
@@ -60,7 +66,8 @@ type Transport struct {
 	onBatch raftio.MessageHandler
 	onChunk raftio.ChunkHandler
 	log     *slog.Logger
-	tls     bool
+	tls     bool            // links are TLS (frames then carry no payload checksum)
+	src     *tlsconf.Source // sslQuorum's stores; nil: NodeHostConfig's TLS, if any
 
 	ln   net.Listener
 	stop chan struct{}
@@ -88,7 +95,10 @@ func (t *Transport) Start() error {
 	if err != nil {
 		return err
 	}
-	if tc != nil {
+	switch {
+	case t.src != nil:
+		ln = tlsconf.NewListener(ln, t.src, t.log)
+	case tc != nil:
 		ln = tls.NewListener(ln, tc)
 	}
 	t.ln = ln
@@ -213,8 +223,10 @@ func (t *Transport) dial(ctx context.Context, target string) (nc net.Conn, raw s
 	}
 	tcp := nc.(*net.TCPConn)
 	tcp.SetLinger(0) // a closed link is reset at once, as dragonboat's are
-	tc, err := t.nhc.GetClientTLSConfig(target)
-	if err != nil {
+	var tc *tls.Config
+	if t.src != nil {
+		tc = t.src.ClientConfig(target)
+	} else if tc, err = t.nhc.GetClientTLSConfig(target); err != nil {
 		nc.Close()
 		return nil, nil, err
 	}
@@ -224,6 +236,9 @@ func (t *Transport) dial(ctx context.Context, target string) (nc net.Conn, raw s
 		defer cancel()
 		if err := tlc.HandshakeContext(hctx); err != nil {
 			nc.Close()
+			if t.src != nil {
+				t.log.Debug("raft transport: TLS handshake with a peer failed", "target", target, "err", err)
+			}
 			return nil, nil, err
 		}
 		nc = tlc

@@ -1,5 +1,6 @@
-// Package tlsconf owns TLS on the secure client port: the zoo.cfg keys Apache ZooKeeper 3.8 reads
-// for it (Settings), the loading of its key and trust stores (PEM, PKCS12, JKS), the
+// Package tlsconf owns TLS on the secure client port and between servers: the zoo.cfg keys
+// Apache ZooKeeper 3.8 reads for them (Settings; ssl.* for the client port, ssl.quorum.* and
+// sslQuorum for the quorum, quorum.go), the loading of its key and trust stores (PEM, PKCS12, JKS), the
 // *tls.Config built from them, the reloading of that configuration when the files change on disk
 // (Source), and the listener that completes each connection's handshake and derives the
 // connection's x509 identity (Listener).
@@ -25,8 +26,15 @@
 // owner: Source.Run runs until its context ends, a Listener's accept and handshake goroutines
 // end when Close returns.
 //
+// Quorum settings (QuorumDefaults) parse the ssl.quorum.* keys with the client port's rules and
+// name those keys in their errors; their Source also gives the configuration for dialling a
+// peer (ClientConfig: this server's certificate, the trust store as roots) and for an HTTPS
+// port (HTTPSConfig, the admin port with admin.forceHttps). Their Listener logs as "quorum TLS".
+// A connection closed before its handshake began (a reachability probe) is logged at debug
+// level only.
+//
 // Callers: cluster parses zoo.cfg keys with Settings.Set, builds a Source at start, runs it
 // under the server's context and serves the server's client port on a Listener (merged with the
 // plaintext port by Merge when both are configured). server gives a connection the identities
-// its net.Conn reports (PeerIDs).
+// its net.Conn reports (PeerIDs). raftnet serves and dials Raft links with the quorum Source.
 package tlsconf

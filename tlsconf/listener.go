@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"io"
 	"log/slog"
 	"net"
 	"sync"
@@ -85,7 +86,7 @@ func (l *Listener) acceptLoop() {
 				continue
 			}
 			if !l.isClosed() {
-				l.log.Error("secure client port stopped accepting", "err", err)
+				l.log.Error(l.src.set.what()+" stopped accepting", "err", err)
 			}
 			return
 		}
@@ -125,10 +126,14 @@ func (l *Listener) handshake(raw net.Conn) {
 	}
 	if err != nil {
 		var rh tls.RecordHeaderError
-		if errors.As(err, &rh) {
-			l.log.Warn("secure client port: not a TLS client (plaintext?), closing", "remote", raw.RemoteAddr().String())
-		} else {
-			l.log.Warn("secure client port: TLS handshake failed, closing", "remote", raw.RemoteAddr().String(), "err", err)
+		switch {
+		case errors.As(err, &rh):
+			l.log.Warn(set.what()+": not a TLS client (plaintext?), closing", "remote", raw.RemoteAddr().String())
+		case errors.Is(err, io.EOF):
+			// Closed before sending anything: a reachability probe (cluster's peerReachable).
+			l.log.Debug(set.what()+": connection closed before a TLS handshake", "remote", raw.RemoteAddr().String())
+		default:
+			l.log.Warn(set.what()+": TLS handshake failed, closing", "remote", raw.RemoteAddr().String(), "err", err)
 		}
 		raw.Close()
 		return

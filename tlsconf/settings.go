@@ -53,6 +53,10 @@ type Settings struct {
 	// HandshakeTimeout bounds a TLS handshake (corral.ssl.handshakeTimeoutMs, default 10 s, as
 	// Netty's SslHandler).
 	HandshakeTimeout time.Duration
+	// Quorum marks the settings of the links between servers (QuorumDefaults): their keys are
+	// ssl.quorum.* and sslQuorum turns them on (quorum.go).
+	Quorum    bool
+	SSLQuorum bool // sslQuorum: Raft links between servers are TLS
 }
 
 // Defaults returns ZooKeeper 3.8's defaults.
@@ -68,8 +72,31 @@ func Defaults() Settings {
 	}
 }
 
-// Enabled reports whether a secure client port is configured.
-func (s *Settings) Enabled() bool { return s.SecurePort > 0 }
+// Enabled reports whether a secure client port is configured (for quorum settings: whether
+// sslQuorum is on).
+func (s *Settings) Enabled() bool {
+	if s.Quorum {
+		return s.SSLQuorum
+	}
+	return s.SecurePort > 0
+}
+
+// key names the zoo.cfg key of a TLS setting: ssl.<name>, or ssl.quorum.<name> for quorum
+// settings.
+func (s *Settings) key(name string) string {
+	if s.Quorum {
+		return "ssl.quorum." + name
+	}
+	return "ssl." + name
+}
+
+// what names the port the settings secure, in log lines.
+func (s *Settings) what() string {
+	if s.Quorum {
+		return "quorum TLS"
+	}
+	return "secure client port"
+}
 
 // ListenAddr is the address the secure client port binds.
 func (s *Settings) ListenAddr() string {
@@ -80,6 +107,9 @@ func (s *Settings) ListenAddr() string {
 // handles or warns about them); an error says what is wrong with the value (the caller names the
 // key and line).
 func (s *Settings) Set(k, v string) (bool, error) {
+	if s.Quorum {
+		return s.setQuorum(k, v)
+	}
 	var err error
 	boolean := func(dst *bool) {
 		// Java's Boolean.parseBoolean: "true" in any case is true, anything else false.
@@ -179,6 +209,9 @@ func (s *Settings) Set(k, v string) (bool, error) {
 // Validate checks the settings for mistakes an operator can fix. Keys that only matter with a
 // secure port are checked only when one is configured.
 func (s *Settings) Validate() error {
+	if s.Quorum {
+		return s.validateQuorum()
+	}
 	if !s.Enabled() {
 		if s.SecurePortAddress != "" {
 			// QuorumPeerConfig: "secureClientPortAddress is set but secureClientPort is not set".
@@ -235,7 +268,7 @@ func (s *Settings) versions() (lo, hi uint16, err error) {
 	for _, p := range list {
 		v, ok := protocolVersions[p]
 		if !ok || v == 0 {
-			return 0, 0, fmt.Errorf("%w: ssl.enabledProtocols: %q is not a TLS protocol version", ErrConfig, p)
+			return 0, 0, fmt.Errorf("%w: %s: %q is not a TLS protocol version", ErrConfig, s.key("enabledProtocols"), p)
 		}
 		seen[v] = true
 		if lo == 0 || v < lo {
@@ -247,7 +280,7 @@ func (s *Settings) versions() (lo, hi uint16, err error) {
 	}
 	for v := lo; v <= hi; v++ {
 		if !seen[v] {
-			return 0, 0, fmt.Errorf("%w: ssl.enabledProtocols=%s has a gap; Go enables a contiguous range of versions", ErrConfig, strings.Join(list, ","))
+			return 0, 0, fmt.Errorf("%w: %s=%s has a gap; Go enables a contiguous range of versions", ErrConfig, s.key("enabledProtocols"), strings.Join(list, ","))
 		}
 	}
 	return lo, hi, nil

@@ -66,11 +66,11 @@ func (src *Source) Run(ctx context.Context) {
 		src.stamp = stamp
 		cfg, err := src.build(false)
 		if err != nil {
-			src.log.Error("TLS stores changed on disk but cannot be loaded; the secure client port keeps the previous certificates", "err", err)
+			src.log.Error("TLS stores changed on disk but cannot be loaded; the "+src.set.what()+" keeps the previous certificates", "err", err)
 			continue
 		}
 		src.cur.Store(cfg)
-		src.log.Info("TLS stores reloaded; new connections use them", "keyStore", src.set.KeyStore.Location, "trustStore", src.set.TrustStore.Location,
+		src.log.Info("TLS stores reloaded; new connections use them", "port", src.set.what(), "keyStore", src.set.KeyStore.Location, "trustStore", src.set.TrustStore.Location,
 			"subject", cfg.Certificates[0].Leaf.Subject.String(), "notAfter", cfg.Certificates[0].Leaf.NotAfter)
 	}
 }
@@ -98,13 +98,13 @@ func (src *Source) filesStamp() string {
 // change on a reload (cipher suites left out).
 func (src *Source) build(first bool) (*tls.Config, error) {
 	s := &src.set
-	cert, err := LoadKeyStore(s.KeyStore, "ssl.keyStore")
+	cert, err := LoadKeyStore(s.KeyStore, s.key("keyStore"))
 	if err != nil {
 		return nil, err
 	}
 	cfg := &tls.Config{Certificates: []tls.Certificate{cert}}
 	if s.TrustStore.Location != "" {
-		if cfg.ClientCAs, err = LoadTrustStore(s.TrustStore, "ssl.trustStore"); err != nil {
+		if cfg.ClientCAs, err = LoadTrustStore(s.TrustStore, s.key("trustStore")); err != nil {
 			return nil, err
 		}
 	}
@@ -125,14 +125,19 @@ func (src *Source) build(first bool) (*tls.Config, error) {
 	}
 	cr := mapCiphers(names)
 	if cfg.MinVersion <= tls.VersionTLS12 && len(cr.ids) == 0 {
-		return nil, fmt.Errorf("%w: ssl.ciphersuites: none of %s is a TLS 1.2 suite Go implements", ErrConfig, strings.Join(names, ","))
+		return nil, fmt.Errorf("%w: %s: none of %s is a TLS 1.2 suite Go implements", ErrConfig, s.key("ciphersuites"), strings.Join(names, ","))
 	}
 	cfg.CipherSuites = cr.ids
+	if s.Quorum {
+		// A Raft link's receiver writes nothing after the handshake (raftnet's peek tells a
+		// live link from an ended one by that); the dialler keeps no session cache anyway.
+		cfg.SessionTicketsDisabled = true
+	}
 	if first && explicit && len(cr.unsupported) > 0 {
-		src.log.Warn("ssl.ciphersuites: cipher suites Go does not implement are left out", "suites", strings.Join(cr.unsupported, ","))
+		src.log.Warn(s.key("ciphersuites")+": cipher suites Go does not implement are left out", "suites", strings.Join(cr.unsupported, ","))
 	}
 	if first && explicit && len(cr.tls13) > 0 && cfg.MaxVersion >= tls.VersionTLS13 && len(cr.tls13) < 3 {
-		src.log.Warn("ssl.ciphersuites: Go enables every TLS 1.3 suite; the TLS 1.3 names listed do not restrict them", "listed", strings.Join(cr.tls13, ","))
+		src.log.Warn(s.key("ciphersuites")+": Go enables every TLS 1.3 suite; the TLS 1.3 names listed do not restrict them", "listed", strings.Join(cr.tls13, ","))
 	}
 	return cfg, nil
 }

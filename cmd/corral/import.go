@@ -63,6 +63,12 @@ flags:
 	}
 	o := zkimport.Options{From: split(*from), DataDir: *dataDir, DataLogDir: *dataLogDir, To: split(*to), Admin: *admin,
 		AdminAuth: adminauth.FromEnv(*adminAuth), Path: *root, Auth: auth, DryRun: *dry, Concurrency: *conc}
+	tc, err := adminTLSConfig()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "corral import: %v\n", err)
+		return 2
+	}
+	o.AdminTLS = tc
 	switch {
 	case *skip:
 		o.Existing = zkimport.Skip

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"crypto/tls"
 	"flag"
 	"fmt"
 	"io"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/corral/corral/adminauth"
+	"github.com/corral/corral/tlsconf"
 )
 
 // runShards calls a server's admin endpoints for data shards (cluster/addshard.go):
@@ -54,8 +56,21 @@ func runShards(args []string) int {
 	return adminCall("shards "+op, method, "http://"+*admin+path+"?"+q.Encode(), *timeout+10*time.Second, adminauth.FromEnv(*auth))
 }
 
-// adminAuthFlag adds --admin-auth to a command that calls the admin port.
+// adminTLS is the admin port's HTTPS (admin.forceHttps): --admin-ca, --admin-cert, registered
+// with --admin-auth by adminAuthFlag; one command runs per process.
+var adminTLS struct{ ca, cert *string }
+
+// Environment variables for the admin port's HTTPS, read when the flags are not given.
+const (
+	envAdminCA   = "CORRAL_ADMIN_CA"
+	envAdminCert = "CORRAL_ADMIN_CERT"
+)
+
+// adminAuthFlag adds --admin-auth, --admin-ca and --admin-cert to a command that calls the
+// admin port.
 func adminAuthFlag(fs *flag.FlagSet) *string {
+	adminTLS.ca = fs.String("admin-ca", "", "PEM file of the CA that signed the admin port's certificate: call it over HTTPS (admin.forceHttps); default $"+envAdminCA)
+	adminTLS.cert = fs.String("admin-cert", "", "PEM key store (key and certificates) to present to an HTTPS admin port (admin.needClientAuth, corral.admin.x509); default $"+envAdminCert)
 	return fs.String("admin-auth", "", "admin operator credentials user:password (superDigest or corral.admin.digest user), sent as \"Authorization: digest user:password\"; default $"+adminauth.EnvAuth)
 }
 
@@ -69,7 +84,15 @@ func adminCall(what, method, u string, timeout time.Duration, cred string) int {
 		return 2
 	}
 	adminauth.SetHeader(req, cred)
-	resp, err := (&http.Client{Timeout: timeout}).Do(req)
+	client := &http.Client{Timeout: timeout}
+	if cfg, err := adminTLSConfig(); err != nil {
+		fmt.Fprintf(os.Stderr, "corral %s: %v\n", what, err)
+		return 2
+	} else if cfg != nil {
+		req.URL.Scheme = "https"
+		client.Transport = &http.Transport{TLSClientConfig: cfg}
+	}
+	resp, err := client.Do(req)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "corral %s: %v\n", what, err)
 		return 1
@@ -85,4 +108,35 @@ func adminCall(what, method, u string, timeout time.Duration, cred string) int {
 	}
 	io.Copy(os.Stdout, resp.Body)
 	return 0
+}
+
+// adminTLSConfig returns the HTTPS client configuration of --admin-ca and --admin-cert (or
+// their environment variables); nil when neither is set (plain HTTP).
+func adminTLSConfig() (*tls.Config, error) {
+	pick := func(flag *string, env string) string {
+		if flag != nil && *flag != "" {
+			return *flag
+		}
+		return os.Getenv(env)
+	}
+	ca, cert := pick(adminTLS.ca, envAdminCA), pick(adminTLS.cert, envAdminCert)
+	if ca == "" && cert == "" {
+		return nil, nil
+	}
+	cfg := &tls.Config{}
+	if ca != "" {
+		pool, err := tlsconf.LoadTrustStore(tlsconf.Store{Location: ca, Type: "PEM"}, "--admin-ca")
+		if err != nil {
+			return nil, err
+		}
+		cfg.RootCAs = pool
+	}
+	if cert != "" {
+		c, err := tlsconf.LoadKeyStore(tlsconf.Store{Location: cert, Type: "PEM"}, "--admin-cert")
+		if err != nil {
+			return nil, err
+		}
+		cfg.Certificates = []tls.Certificate{c}
+	}
+	return cfg, nil
 }

@@ -2,6 +2,7 @@ package zkimport
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -27,6 +28,8 @@ type Options struct {
 	To                  []string // target Corral servers (host:port); unused with DryRun
 	Admin               string   // a target server's admin address (host:port), for the stats; unused with DryRun
 	AdminAuth           string   // admin operator credentials (user:password) for Admin; "" for none (package adminauth)
+	// AdminTLS, when set, calls Admin over HTTPS with it (admin.forceHttps); nil: plain HTTP.
+	AdminTLS *tls.Config
 	// Path is the root of the subtree to copy (default "/": everything but /zookeeper). Its
 	// missing ancestors are created in the target with null data.
 	Path string
@@ -225,7 +228,7 @@ func (r *run) finish(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	return postStats(ctx, r.o.Admin, r.o.AdminAuth, r.stats)
+	return postStats(ctx, r.o.Admin, r.o.AdminAuth, r.o.AdminTLS, r.stats)
 }
 
 // each runs f on every path with up to Concurrency calls at once and returns the first error.

@@ -3,6 +3,7 @@ package zkimport
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -103,7 +104,7 @@ const statChunk = 10_000
 // postStats sets the stats of the copied nodes through the target's admin endpoint, in chunks.
 // A 409 (the ensemble has not reached the format level that can apply them yet, as right after
 // a fresh ensemble starts) is asked again for up to a minute.
-func postStats(ctx context.Context, admin, cred string, lines []cluster.StatLine) error {
+func postStats(ctx context.Context, admin, cred string, tc *tls.Config, lines []cluster.StatLine) error {
 	for len(lines) > 0 {
 		n := min(len(lines), statChunk)
 		var body bytes.Buffer
@@ -111,7 +112,7 @@ func postStats(ctx context.Context, admin, cred string, lines []cluster.StatLine
 		for i := range lines[:n] {
 			enc.Encode(&lines[i])
 		}
-		if err := postStatChunk(ctx, admin, cred, body.Bytes()); err != nil {
+		if err := postStatChunk(ctx, admin, cred, tc, body.Bytes()); err != nil {
 			return err
 		}
 		lines = lines[n:]
@@ -119,8 +120,11 @@ func postStats(ctx context.Context, admin, cred string, lines []cluster.StatLine
 	return nil
 }
 
-func postStatChunk(ctx context.Context, admin, cred string, body []byte) error {
-	url := "http://" + admin + "/import/stats"
+func postStatChunk(ctx context.Context, admin, cred string, tc *tls.Config, body []byte) error {
+	url, client := "http://"+admin+"/import/stats", http.DefaultClient
+	if tc != nil {
+		url, client = "https://"+admin+"/import/stats", &http.Client{Transport: &http.Transport{TLSClientConfig: tc}}
+	}
 	deadline := time.Now().Add(time.Minute)
 	for {
 		req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
@@ -128,7 +132,7 @@ func postStatChunk(ctx context.Context, admin, cred string, body []byte) error {
 			return err
 		}
 		adminauth.SetHeader(req, cred)
-		resp, err := http.DefaultClient.Do(req)
+		resp, err := client.Do(req)
 		if err != nil {
 			return fmt.Errorf("setting stats through the admin endpoint %s: %w", admin, err)
 		}
