@@ -24,7 +24,12 @@ import (
 //
 // The reader holds at most readAheadBytes of unhandled frames, so a client that pipelines
 // faster than its requests are handled is slowed by TCP, as before; its pings then wait in the
-// socket like ZooKeeper's do when it throttles a connection.
+// socket like ZooKeeper's do when it throttles a connection. It also holds at most batchesAhead
+// batches, and a ping that arrives alone is a batch of its own: batchesAhead is large enough
+// that a client pinging ten times a second behind a request that waits a whole session timeout
+// is still read, and renewed, throughout (with 4, such a client was read for 0.6 s only and its
+// lease could lapse just before the request's answer: TestPingsRenewTheSessionWhileARequestWaits
+// failed now and then).
 //
 // Frames travel in batches: after a frame, the reader takes every further frame the socket
 // buffer already holds whole (up to batchFrames) without waiting, into one slab, and hands the
@@ -34,7 +39,11 @@ import (
 const (
 	readAheadBytes = 256 << 10
 	batchFrames    = 64
-	batchesAhead   = 4
+	batchesAhead   = 24
+	// batchesKept is how many handled batches (and their 16 KiB slabs) a connection keeps for
+	// reuse; the others go to the garbage collector, so a connection that once had many
+	// batches queued does not hold their memory.
+	batchesKept = 5
 )
 
 // deadlineEvery bounds how often the read deadline moves: setting one costs a clock reading and
@@ -89,7 +98,7 @@ func (in *inbound) end(nc net.Conn) {
 // requestLoop handles the client's requests in order until the client goes or a request ends
 // the connection; it starts the frame reader and returns only after it ended.
 func (c *conn) requestLoop(r *bufio.Reader) {
-	in := &inbound{batches: make(chan *batch, batchesAhead), free: make(chan *batch, batchesAhead+1),
+	in := &inbound{batches: make(chan *batch, batchesAhead), free: make(chan *batch, batchesKept),
 		credit: make(chan struct{}, 1), stop: make(chan struct{})}
 	readerEnd := make(chan struct{})
 	go func() {
