@@ -10,13 +10,14 @@ import (
 	"runtime"
 	"sort"
 	"strings"
-	"sync"
+
 	"testing"
 	"time"
 
 	"go.uber.org/goleak"
 
 	"github.com/corral/corral/internal/apachezk"
+	"github.com/corral/corral/internal/bothtest"
 	"github.com/corral/corral/internal/corralproc"
 	"github.com/corral/corral/internal/difftext"
 	"github.com/corral/corral/sasl"
@@ -47,32 +48,8 @@ func startBoth(ctx context.Context, t *testing.T, zkFlags []string, corralCfg ma
 	if err := zkcliAvailable(); err != nil {
 		t.Skipf("skipped: %v", err)
 	}
-	var zk *apachezk.Ensemble
-	var zkErr error
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		zk, zkErr = apachezk.Start(ctx, apachezk.Options{JVMFlags: zkFlags, Config: map[string]string{"forceSync": "no"}})
-	}()
-	c, err := corralproc.Start(ctx, corralproc.Options{Config: corralCfg})
-	wg.Wait()
-	if zkErr == nil {
-		t.Cleanup(func() { zk.Close() })
-	}
-	if err == nil {
-		t.Cleanup(func() {
-			if err := c.Close(); err != nil {
-				t.Errorf("close Corral: %v", err)
-			}
-		})
-	}
-	if zkErr != nil {
-		t.Fatalf("start Apache ZooKeeper: %v", zkErr)
-	}
-	if err != nil {
-		t.Fatalf("start Corral: %v", err)
-	}
+	zk, c := bothtest.Start(ctx, t, apachezk.Options{JVMFlags: zkFlags, Config: map[string]string{"forceSync": "no"}},
+		corralproc.Options{Config: corralCfg})
 	return []target{{"zookeeper", zk.Addr(0)}, {"corral", c.Addr(0)}}
 }
 

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/corral/corral/internal/apachezk"
+	"github.com/corral/corral/internal/bothtest"
 	"github.com/corral/corral/internal/corralproc"
 	"github.com/corral/corral/internal/difftext"
 	"github.com/corral/corral/tests/zkcli"
@@ -26,36 +27,11 @@ func startBoth(t *testing.T, ctx context.Context) (*apachezk.Ensemble, *corralpr
 	if err := zkcli.Available(); err != nil {
 		t.Fatalf("zkCli is required: %v", err)
 	}
-	var zk *apachezk.Ensemble
-	var zkErr error
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		zk, zkErr = apachezk.Start(ctx, apachezk.Options{
-			JVMFlags: []string{apachezk.FlagExtendedTypes, apachezk.FlagNoContainerGC},
-			Config:   map[string]string{"forceSync": "no"},
-		})
-	}()
 	began := time.Now()
-	corral, err := corralproc.Start(ctx, corralproc.Options{Servers: 3, Shards: 2, Config: corralConfig})
-	wg.Wait()
-	if zkErr == nil {
-		t.Cleanup(func() { zk.Close() })
-	}
-	if err == nil {
-		t.Cleanup(func() {
-			if err := corral.Close(); err != nil {
-				t.Errorf("close Corral: %v", err)
-			}
-		})
-	}
-	if zkErr != nil {
-		t.Fatalf("start Apache ZooKeeper: %v", zkErr)
-	}
-	if err != nil {
-		t.Fatalf("start Corral: %v", err)
-	}
+	zk, corral := bothtest.Start(ctx, t, apachezk.Options{
+		JVMFlags: []string{apachezk.FlagExtendedTypes, apachezk.FlagNoContainerGC},
+		Config:   map[string]string{"forceSync": "no"},
+	}, corralproc.Options{Servers: 3, Shards: 2, Config: corralConfig})
 	t.Logf("both serving after %v; Corral at %s", time.Since(began).Round(time.Millisecond), corral.ConnectString())
 	return zk, corral
 }

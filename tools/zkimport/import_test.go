@@ -12,6 +12,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/corral/corral/internal/apachezk"
+	"github.com/corral/corral/internal/bothtest"
 	"github.com/corral/corral/internal/corralproc"
 )
 
@@ -80,16 +81,7 @@ func startBoth(t *testing.T, zo apachezk.Options, co corralproc.Options) (contex
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	t.Cleanup(cancel)
-	src, err := apachezk.Start(ctx, zo)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { src.Close() })
-	dst, err := corralproc.Start(ctx, co)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { dst.Close() })
+	src, dst := bothtest.Start(ctx, t, zo, co)
 	return ctx, src, dst
 }
 
