@@ -38,7 +38,7 @@ faults-soak: build deps
 	CORRAL_FAULT_SOAK=$(FAULT_RUNS) $(GO) test -count=1 -timeout 180m -v -run TestSessionFaultSoak ./tests/fault/
 
 # Randomized robustness runs (tests/fault/robust_test.go): a random nemesis (pause, partitions,
-# a shard leader's partition, a bridge, SIGKILL and restart, all servers killed), sometimes with
+# a shard leader's partition, a bridge, SIGKILL and restart, all servers killed, a slow disk), sometimes with
 # a subtree move, a shard add or an observer added during it, under a mixed checked workload;
 # CORRAL_ROBUST_SEED repeats a sequence, CORRAL_ROBUST_TARGET=zookeeper runs it against Apache
 # ZooKeeper 3.8 (docs/reliability.md).

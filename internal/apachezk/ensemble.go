@@ -31,6 +31,9 @@ type Options struct {
 	// Config holds extra zoo.cfg keys. A key that Start writes itself
 	// (tickTime, clientPortAddress, 4lw.commands.whitelist, ...) is replaced.
 	Config map[string]string
+	// ServerConfig holds extra zoo.cfg keys for single servers, by server index (0-based),
+	// merged after Config (e.g. a server's own dataDir, which must then hold its myid file).
+	ServerConfig map[int]map[string]string
 	// JVMFlags are passed to java before the main class, e.g.
 	// "-Dzookeeper.extendedTypesEnabled=true" or
 	// "-Dzookeeper.DigestAuthenticationProvider.superDigest=super:D/InIHSb7yEEbrWz8b9l71RjZJU=".
@@ -225,6 +228,7 @@ func (e *Ensemble) writeConfig(s *server) error {
 		}
 	}
 	kv = procutil.MergeConfig(kv, e.opts.Config)
+	kv = procutil.MergeConfig(kv, e.opts.ServerConfig[s.myid-1])
 	cfg := procutil.FormatConfig("internal/apachezk", kv)
 	if err := os.WriteFile(filepath.Join(s.dir, "zoo.cfg"), []byte(cfg), 0o644); err != nil {
 		return fmt.Errorf("apachezk: %w", err)

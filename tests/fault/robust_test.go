@@ -25,6 +25,7 @@ import (
 	"github.com/corral/corral/internal/corralproc"
 	"github.com/corral/corral/internal/linearize"
 	"github.com/corral/corral/internal/nemesis"
+	"github.com/corral/corral/internal/slowdisk"
 	"github.com/corral/corral/router"
 )
 
@@ -97,8 +98,10 @@ type rbEnsemble interface {
 
 // rbTarget is the system under test.
 type rbTarget struct {
-	name   string
-	start  func(ctx context.Context, uids map[int]int) (rbEnsemble, error)
+	name string
+	// start starts 3 servers: under the given user ids (if any), with the extra zoo.cfg keys
+	// of serverCfg per server (index 0..2).
+	start  func(ctx context.Context, uids map[int]int, serverCfg map[int]map[string]string) (rbEnsemble, error)
 	report func(t *testing.T, violations []string) // failOn, or logViolations for ZooKeeper
 	// leaderOf returns the server leading the Raft group that holds path (Corral: the data
 	// shard of its top-level name; ZooKeeper: its leader).
@@ -109,9 +112,9 @@ var rbDataShards = []uint64{cluster.DataShardID(0), cluster.DataShardID(1)}
 
 var rbCorral = rbTarget{
 	name: "corral",
-	start: func(ctx context.Context, uids map[int]int) (rbEnsemble, error) {
+	start: func(ctx context.Context, uids map[int]int, serverCfg map[int]map[string]string) (rbEnsemble, error) {
 		return corralproc.Start(ctx, corralproc.Options{Servers: 3, Shards: rbShards, TickTime: rbTickTime,
-			Config: map[string]string{"corral.placement": "hash"}, ServerUID: uids})
+			Config: map[string]string{"corral.placement": "hash"}, ServerUID: uids, ServerConfig: serverCfg})
 	},
 	report: failOn,
 	leaderOf: func(ctx context.Context, e rbEnsemble, path string) (int, error) {
@@ -140,8 +143,8 @@ var rbCorral = rbTarget{
 
 var rbZooKeeper = rbTarget{
 	name: "zookeeper",
-	start: func(ctx context.Context, uids map[int]int) (rbEnsemble, error) {
-		return apachezk.Start(ctx, apachezk.Options{Servers: 3, TickTime: rbTickTime, ServerUID: uids})
+	start: func(ctx context.Context, uids map[int]int, serverCfg map[int]map[string]string) (rbEnsemble, error) {
+		return apachezk.Start(ctx, apachezk.Options{Servers: 3, TickTime: rbTickTime, ServerUID: uids, ServerConfig: serverCfg})
 	},
 	report: logViolations,
 	leaderOf: func(_ context.Context, e rbEnsemble, _ string) (int, error) {
@@ -174,6 +177,7 @@ func rbTargetFromEnv(t *testing.T) rbTarget {
 type rbNemesis struct {
 	name      string
 	partition bool // iptables: needs root, the servers run under rbUIDs
+	disk      bool // each server's dataDir on a disk of its own (robust_disk_test.go)
 	inject    func(r *rbRun) (victim string, heal func() error, err error)
 }
 
@@ -315,14 +319,13 @@ func rbKillAll() rbNemesis {
 	}}
 }
 
-// rbNemeses lists the nemeses available here (partitions need root and iptables).
+// rbNemeses lists the nemeses available here (partitions need root and iptables, the slow
+// disk root, loop devices and cgroup v1's blkio throttle).
 func rbNemeses() []rbNemesis {
 	all := []rbNemesis{rbPause(), rbPartition(nemesis.Both), rbPartition(nemesis.Inbound),
-		rbPartition(nemesis.Outbound), rbPartitionLeader(), rbKill(), rbKillAll(), rbBridge()}
-	if nemesis.Available() == nil {
-		return all
-	}
-	return slices.DeleteFunc(all, func(n rbNemesis) bool { return n.partition })
+		rbPartition(nemesis.Outbound), rbPartitionLeader(), rbKill(), rbKillAll(), rbBridge(), rbSlowDisk()}
+	partitions, disks := nemesis.Available() == nil, slowdisk.Available() == nil
+	return slices.DeleteFunc(all, func(n rbNemesis) bool { return n.partition && !partitions || n.disk && !disks })
 }
 
 // TestRobustness is the short deterministic form (part of make test): one run of every nemesis
@@ -498,8 +501,9 @@ type rbRun struct {
 	rec    *linearize.Recorder
 	seed   uint64
 
-	voters   int      // the servers the run started with (an observer may join later)
-	subtrees []string // register subtrees, both data shards
+	voters   int              // the servers the run started with (an observer may join later)
+	disks    []*slowdisk.Disk // slow-disk runs: server i's disk
+	subtrees []string         // register subtrees, both data shards
 	regKeys  []string
 	nextID   int
 
@@ -643,17 +647,30 @@ func runRobust(t *testing.T, target rbTarget, n rbNemesis, op rbOp, seed uint64,
 	if n.partition {
 		uids = rbUIDs
 	}
-	e, err := target.start(ctx, uids)
+	r := &rbRun{t: t, ctx: ctx, target: target, rng: rand.New(rand.NewPCG(seed, 1)), opRng: rand.New(rand.NewPCG(seed, 2)),
+		rec: linearize.NewRecorder(), seed: seed, voters: 3}
+	var serverCfg map[int]map[string]string
+	var err error
+	if n.disk {
+		if serverCfg, err = r.makeDisks(r.voters); err != nil {
+			t.Fatalf("slow-disk nemesis: %v", err)
+		}
+	}
+	e, err := target.start(ctx, uids, serverCfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer e.Close()
+	r.e = e
+	if n.disk {
+		if err := r.joinDisks(); err != nil {
+			t.Fatalf("slow-disk nemesis: %v", err)
+		}
+	}
 	var addrs []string
 	for i := 0; i < e.Size(); i++ {
 		addrs = append(addrs, fmt.Sprintf("server %d %s", i+1, e.Addr(i)))
 	}
-	r := &rbRun{t: t, ctx: ctx, target: target, e: e, rng: rand.New(rand.NewPCG(seed, 1)), opRng: rand.New(rand.NewPCG(seed, 2)),
-		rec: linearize.NewRecorder(), seed: seed, voters: e.Size()}
 	res := rbResult{nemesis: n.name, op: op.name, outage: outage, ops: map[string]int{}}
 	t.Logf("%s: seed %d, nemesis %s, operation %s, outage %v; ensemble up in %v (%s)", target.name, seed, n.name, op.name, outage,
 		time.Since(begin).Round(time.Millisecond), strings.Join(addrs, ", "))
