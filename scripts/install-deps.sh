@@ -3,13 +3,18 @@
 # differential-test oracle and benchmark baseline) with the netty jars its secure
 # client port needs (tests/tls), its C client, kazoo with
 # pure-sasl (kazoo's SASL DIGEST-MD5, tests/sasl), and
-# iptables (the fault tests cut servers off from each other on loopback).
+# iptables (the fault tests cut servers off from each other on loopback), and
+# prometheus for its promtool (deploy/'s tests check the alert rules with it;
+# installed without its recommended node exporter; its service is not started
+# where there is no init system).
 # Idempotent: packages already installed are left alone, and `apt-get update`
 # runs only when something has to be installed. Non-interactive; run as root
 # (or with sudo available).
 set -euo pipefail
 
-PACKAGES=(zookeeper zookeeper-bin libnetty-java python3-kazoo python3-pure-sasl iptables)
+PACKAGES=(zookeeper zookeeper-bin libnetty-java python3-kazoo python3-pure-sasl iptables prometheus)
+# Installed without their recommended packages.
+LEAN=(prometheus)
 
 export DEBIAN_FRONTEND=noninteractive
 
@@ -42,9 +47,20 @@ if [ "$(id -u)" -ne 0 ]; then
 fi
 
 echo "install-deps: installing ${missing[*]}"
+full=()
+lean=()
+for p in "${missing[@]}"; do
+	if [[ " ${LEAN[*]} " == *" $p "* ]]; then lean+=("$p"); else full+=("$p"); fi
+done
 "${SUDO[@]}" apt-get update -q
-"${SUDO[@]}" apt-get install -y -q \
-	-o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold "${missing[@]}"
+if [ "${#full[@]}" -gt 0 ]; then
+	"${SUDO[@]}" apt-get install -y -q \
+		-o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold "${full[@]}"
+fi
+if [ "${#lean[@]}" -gt 0 ]; then
+	"${SUDO[@]}" apt-get install -y -q --no-install-recommends \
+		-o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold "${lean[@]}"
+fi
 
 for p in "${missing[@]}"; do
 	if ! installed "$p"; then
