@@ -552,8 +552,7 @@ func (c *conn) logBad(what string, err error) {
 	if errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) {
 		return
 	}
-	c.s.o.Log.Warn("bad client input, closing connection", "remote", c.nc.RemoteAddr().String(),
-		"session", sessionHex(c.sessionID), "while", what, "err", err)
+	c.warnBad("bad client input, closing connection", "session", sessionHex(c.sessionID), "while", what, "err", err)
 }
 
 func sessionHex(id int64) string {

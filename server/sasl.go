@@ -52,8 +52,7 @@ func (c *conn) handleSASL(h wire.RequestHeader, body []byte) bool {
 	}
 	if err != nil {
 		keep := a.KeepFailed()
-		c.s.o.Log.Warn("SASL authentication failed", "session", sessionHex(c.sessionID), "remote", c.nc.RemoteAddr().String(),
-			"err", err, "connection_kept", keep)
+		c.warnBad("SASL authentication failed", "session", sessionHex(c.sessionID), "err", err, "connection_kept", keep)
 		if keep {
 			c.send(wire.AppendReply(nil, wire.ReplyHeader{Xid: h.Xid, Zxid: 0, Err: wire.ErrOK}, &wire.SetSASLResponse{}))
 			return true
@@ -70,8 +69,8 @@ func (c *conn) handleSASL(h wire.RequestHeader, body []byte) bool {
 // no body, then the connection closes (the session lives on until it expires or a client
 // reconnects to it with credentials).
 func (c *conn) refuseUnauthenticated(h wire.RequestHeader) bool {
-	c.s.o.Log.Warn("request refused: the connection has no identity of an enforced authentication scheme; closing it",
-		"session", sessionHex(c.sessionID), "remote", c.nc.RemoteAddr().String(), "op", opName(h.Op))
+	c.warnBad("request refused: the connection has no identity of an enforced authentication scheme; closing it",
+		"session", sessionHex(c.sessionID), "op", opName(h.Op))
 	if c.waitIdle() {
 		c.send(wire.AppendReply(nil, wire.ReplyHeader{Xid: h.Xid, Zxid: 0, Err: wire.ErrSessionClosedRequireSASL}, nil))
 	}

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"errors"
+	"github.com/corral/corral/internal/lograte"
 	"log/slog"
 	"net"
 	"sync"
@@ -86,6 +87,9 @@ type Server struct {
 	nextID  atomic.Uint64
 	stats   stats
 	gate    throttle
+	// badLog keeps the lines about misbehaving clients (bad input, failed authentication) to
+	// one per reason and client address every badLogEvery (badclient.go).
+	badLog *lograte.Limiter
 
 	mu struct {
 		sync.Mutex
@@ -122,7 +126,7 @@ func New(o Options) *Server {
 	if o.OutstandingLimit == 0 {
 		o.OutstandingLimit = 1000
 	}
-	s := &Server{o: o, started: time.Now()}
+	s := &Server{o: o, started: time.Now(), badLog: lograte.New(badLogEvery, badLogBurst, badLogKeys)}
 	s.gate.limit = int64(o.OutstandingLimit)
 	s.mu.conns = map[*conn]struct{}{}
 	s.mu.bySess = map[int64]*conn{}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"github.com/corral/corral/internal/lograte"
 	"io"
 	"log/slog"
 	"net"
@@ -45,12 +46,14 @@ func Identities(state tls.ConnectionState, superUser string) ([]wire.ID, error) 
 // Listener accepts TLS connections: each accepted connection's handshake runs in a goroutine of
 // its own, bounded by the handshake timeout, and Accept returns only connections whose
 // handshake completed (as *Conn). A connection whose handshake fails is closed with one log
-// line; plaintext on the port writes nothing back. Close stops the accept loop and the
+// line (at most badLogBurst per client host and kind of failure every badLogEvery: a client
+// retrying in a loop does not flood the log); plaintext on the port writes nothing back. Close stops the accept loop and the
 // handshakes in progress and waits for their goroutines.
 type Listener struct {
 	inner   net.Listener
 	src     *Source
 	log     *slog.Logger
+	badLog  *lograte.Limiter // failed handshakes (see Listener)
 	ready   chan net.Conn
 	closing chan struct{}
 	wg      sync.WaitGroup
@@ -61,12 +64,19 @@ type Listener struct {
 	}
 }
 
+const (
+	badLogEvery = 10 * time.Second
+	badLogBurst = 3
+	badLogKeys  = 4096
+)
+
 // NewListener serves TLS from src on inner and starts its accept loop.
 func NewListener(inner net.Listener, src *Source, log *slog.Logger) *Listener {
 	if log == nil {
 		log = slog.Default()
 	}
-	l := &Listener{inner: inner, src: src, log: log, ready: make(chan net.Conn), closing: make(chan struct{})}
+	l := &Listener{inner: inner, src: src, log: log, badLog: lograte.New(badLogEvery, badLogBurst, badLogKeys),
+		ready: make(chan net.Conn), closing: make(chan struct{})}
 	l.mu.handshake = map[net.Conn]struct{}{}
 	l.wg.Add(1)
 	go func() {
@@ -128,12 +138,12 @@ func (l *Listener) handshake(raw net.Conn) {
 		var rh tls.RecordHeaderError
 		switch {
 		case errors.As(err, &rh):
-			l.log.Warn(set.what()+": not a TLS client (plaintext?), closing", "remote", raw.RemoteAddr().String())
+			l.badLog.Warn(l.log, set.what()+": not a TLS client (plaintext?), closing", raw.RemoteAddr().String())
 		case errors.Is(err, io.EOF):
 			// Closed before sending anything: a reachability probe (cluster's peerReachable).
 			l.log.Debug(set.what()+": connection closed before a TLS handshake", "remote", raw.RemoteAddr().String())
 		default:
-			l.log.Warn(set.what()+": TLS handshake failed, closing", "remote", raw.RemoteAddr().String(), "err", err)
+			l.badLog.Warn(l.log, set.what()+": TLS handshake failed, closing", raw.RemoteAddr().String(), "err", err)
 		}
 		raw.Close()
 		return
