@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -23,7 +24,8 @@ import (
 // sent in (go-zookeeper's blocking calls from several goroutines would not). A session sends
 // bursts of rbPipeDepth creates, waits for their replies, and ends after rbPipeLength creates or
 // at its first error (it is never resumed: each session is one ordered stream); the worker then
-// opens a new session, starting with its home server and failing over to the others.
+// opens a new session, starting with its home server and failing over to the others (after a
+// session that broke, starting with the next server, as ZooKeeper clients move on).
 //
 // Checked at the end (checkPipe), per session, over the children of the subtrees: every
 // acknowledged create is there; a create that is there was sent; and the creates that are
@@ -60,11 +62,17 @@ func (p *rbPipe) path(session, n int) string {
 }
 
 func (p *rbPipe) run(ctx context.Context, r *rbRun) {
+	first := 0 // the server the next dial starts with
 	for s := 0; ctx.Err() == nil; s++ {
+		// As ZooKeeper clients do, a client whose session broke starts its next one with the
+		// next server, not again with the one that failed it (a paused server accepts TCP
+		// connections and answers nothing until the dial timeout).
+		addrs := append(slices.Clone(p.addr[first:]), p.addr[:first]...)
 		dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		c, err := corralclient.Dial(dctx, p.addr, corralclient.Options{SessionTimeout: rbSessionTimeout, DialTimeout: 2 * time.Second})
+		c, err := corralclient.Dial(dctx, addrs, corralclient.Options{SessionTimeout: rbSessionTimeout, DialTimeout: 2 * time.Second})
 		cancel()
 		if err != nil {
+			first = (first + 1) % len(p.addr)
 			sleepCtx(ctx, 100*time.Millisecond)
 			continue
 		}
@@ -72,13 +80,16 @@ func (p *rbPipe) run(ctx context.Context, r *rbRun) {
 		p.mu.Lock()
 		p.sessions = append(p.sessions, ps)
 		p.mu.Unlock()
-		p.stream(ctx, r, c, s, ps)
+		if !p.stream(ctx, r, c, s, ps) {
+			first = (first + 1) % len(p.addr)
+		}
 		c.Close()
 	}
 }
 
-// stream sends session s's creates in bursts until rbPipeLength, an error, or the end of ctx.
-func (p *rbPipe) stream(ctx context.Context, r *rbRun, c *corralclient.Conn, s int, ps *rbPipeSession) {
+// stream sends session s's creates in bursts until rbPipeLength, an error, or the end of ctx;
+// false after an error.
+func (p *rbPipe) stream(ctx context.Context, r *rbRun, c *corralclient.Conn, s int, ps *rbPipeSession) bool {
 	for n := 0; n < rbPipeLength && ctx.Err() == nil; {
 		var wg sync.WaitGroup
 		var broken bool // under p.mu
@@ -109,10 +120,14 @@ func (p *rbPipe) stream(ctx context.Context, r *rbRun, c *corralclient.Conn, s i
 		p.mu.Lock()
 		stop := broken
 		p.mu.Unlock()
-		if stop || !sleepCtx(ctx, rbPipePause) {
-			return
+		if stop {
+			return false
+		}
+		if !sleepCtx(ctx, rbPipePause) {
+			return true
 		}
 	}
+	return true
 }
 
 // checkPipe checks every pipe session's creates against the children of the pipe subtrees
