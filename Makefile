@@ -3,10 +3,18 @@ GO        ?= go
 PKGS      ?= ./...
 TESTFLAGS ?= -count=1 -timeout 30m
 
-.PHONY: build deps test test-short test-race verify fuzz bench faults faults-soak robust-soak clean
+.PHONY: build build-testing deps test test-short test-race verify fuzz bench faults faults-soak robust-soak clean
 
 build:
 	CGO_ENABLED=0 $(GO) build -o bin/corral ./cmd/corral
+
+# The same server built with -tags corraltesting: it also reads test knobs (an apply delay, lagging
+# replicas) from CORRAL_TESTING_* environment variables (internal/testknobs). Never for
+# production; `corral bench shards --delay` needs it (bin/corral-testing bench shards --delay 2ms).
+# Tests need no make target: internal/corralproc builds its own tagged binary when a test asks for
+# knobs.
+build-testing:
+	CGO_ENABLED=0 $(GO) build -tags corraltesting -o bin/corral-testing ./cmd/corral
 
 # Debian packages the tests compare against: Apache ZooKeeper 3.8, its C client, kazoo.
 deps:
@@ -26,6 +34,7 @@ test-race:
 verify:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (gofmt -l $$(git ls-files '*.go'); exit 1)
 	$(GO) vet $(PKGS)
+	$(GO) vet -tags corraltesting ./cluster/ ./cmd/corral/ ./internal/testknobs/
 
 # Fault tests over real processes (tests/fault; needs root for the iptables partitions, which
 # are skipped without it). `make test` runs them too; `faults-soak` adds FAULT_RUNS randomized

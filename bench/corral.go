@@ -10,6 +10,7 @@ import (
 
 	"github.com/corral/corral/client"
 	"github.com/corral/corral/internal/corralproc"
+	"github.com/corral/corral/internal/testknobs"
 )
 
 // corralTarget runs Corral servers as child processes of the benchmark through
@@ -28,13 +29,14 @@ func (corralTarget) Sharded() bool { return true }
 func (corralTarget) Managed() bool { return true }
 
 // FindCorralBinary returns the corral binary to run: explicit if set, else this executable when
-// it is corral itself (`corral bench ...`), else bin/corral in the current directory or in the
-// nearest parent directory holding go.mod (tests run in bench/).
+// it is corral itself (`corral bench ...`, or `corral-testing bench ...`: the corraltesting
+// build that --delay needs), else bin/corral in the current directory or in the nearest parent
+// directory holding go.mod (tests run in bench/).
 func FindCorralBinary(explicit string) (string, error) {
 	if explicit != "" {
 		return checkExecutable(explicit)
 	}
-	if exe, err := os.Executable(); err == nil && filepath.Base(exe) == "corral" {
+	if exe, err := os.Executable(); err == nil && (filepath.Base(exe) == "corral" || filepath.Base(exe) == "corral-testing") {
 		return exe, nil
 	}
 	dir, err := os.Getwd()
@@ -69,8 +71,8 @@ func checkExecutable(p string) (string, error) {
 }
 
 // options is the corralproc configuration of an ensemble of shape s: the benchmark's common
-// zoo.cfg keys (baseConfig), corral.shards, and corral.testing.applyDelay when s asks for a
-// delay. With --keep the directories stay and corralproc stops the servers with SIGTERM (so
+// zoo.cfg keys (baseConfig), corral.shards, and the apply delay test knob when s asks for a
+// delay (the binary must then be a corraltesting build, which corralproc checks). With --keep the directories stay and corralproc stops the servers with SIGTERM (so
 // their logs end cleanly); otherwise with SIGKILL, as the data is thrown away.
 func (t corralTarget) options(s Shape) corralproc.Options {
 	cfg := baseConfig()
@@ -81,9 +83,6 @@ func (t corralTarget) options(s Shape) corralproc.Options {
 			cfg[k] = v
 		}
 	}
-	if s.ApplyDelay > 0 {
-		cfg["corral.testing.applyDelay"] = s.ApplyDelay.String()
-	}
 	shards := s.Shards
 	if shards <= 0 {
 		shards = 1
@@ -93,6 +92,7 @@ func (t corralTarget) options(s Shape) corralproc.Options {
 		Shards:       shards,
 		TickTime:     t.tick,
 		Config:       cfg,
+		Knobs:        testknobs.Knobs{ApplyDelay: s.ApplyDelay},
 		Binary:       t.bin,
 		Dir:          t.dir,
 		KeepDir:      t.keepDir,

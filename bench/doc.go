@@ -41,7 +41,8 @@
 // # Experiments
 //
 // throughput (Table 1, Figure 5), failover (Figure 8), create (Table 2), barrier (Table 3),
-// shards (write throughput as corral.shards grows, optionally with corral.testing.applyDelay),
+// shards (write throughput as corral.shards grows, optionally with an apply delay injected
+// through a test knob, which only a corraltesting build of corral reads: --delay),
 // sizing (sweep servers × shards at a target rate; the choice is the pure function [Recommend]),
 // matrix (the everyday table beside ZooKeeper, driven mostly by go-zookeeper: exp_matrix*.go).
 // Each writes <experiment>.csv and .json (every data point), <experiment>.png (gonum/plot, the

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/corral/corral/internal/corralproc"
 )
 
 // ShardsPoint is one point of the shards experiment.
@@ -21,11 +23,33 @@ type ShardsPoint struct {
 	CPU          CPUUse  `json:"cpu"`
 }
 
+// checkDelayBinary fails the experiment before its first run when --delay is asked of a Corral
+// the benchmark starts and its binary is a production build, which ignores the apply delay
+// knob.
+func checkDelayBinary(ctx context.Context, e *env) error {
+	for _, t := range e.targets {
+		if t.Name() != "corral" || !t.Managed() {
+			continue
+		}
+		bin, err := FindCorralBinary(e.cfg.CorralBin)
+		if err != nil {
+			return err
+		}
+		if err := corralproc.CheckTestingBinary(ctx, bin); err != nil {
+			return fmt.Errorf("bench: --delay: %w", err)
+		}
+	}
+	return nil
+}
+
 func runShards(ctx context.Context, e *env) error {
 	n := e.cfg.Sizes[0]
 	delays := []time.Duration{0}
 	if e.cfg.Delay > 0 {
 		delays = append(delays, e.cfg.Delay)
+		if err := checkDelayBinary(ctx, e); err != nil {
+			return err
+		}
 	}
 	var pts []ShardsPoint
 	for _, t := range e.targets {
@@ -135,7 +159,7 @@ func (e *env) reportShards(pts []ShardsPoint) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "## Write throughput vs. shards, %d servers\n\n![shards](shards.png)\n\n", e.cfg.Sizes[0])
 	if e.cfg.Delay > 0 {
-		fmt.Fprintf(&b, "**An apply delay was injected** in the dashed series: corral.testing.applyDelay=%v per write, which makes each shard's commit latency-bound so that added shards can overlap their commits even on few cores. Apache ZooKeeper has no such knob and runs without it.\n\n", e.cfg.Delay)
+		fmt.Fprintf(&b, "**An apply delay was injected** in the dashed series: every replica spent %v per applied write op (a test knob of a corraltesting build), which makes each shard's commit latency-bound so that added shards can overlap their commits even on few cores. Apache ZooKeeper has no such knob and runs without it.\n\n", e.cfg.Delay)
 	}
 	rows = nil
 	for _, p := range pts {

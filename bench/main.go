@@ -215,7 +215,7 @@ func parseFlags(exp string, args []string, stderr io.Writer) (*Config, error) {
 	fs.StringVar(&readPcts, "read-pcts", def("read-pcts"), "throughput: read percentages")
 	fs.IntVar(&cfg.CorralShards, "corral-shards", 4, "corral.shards for every experiment but shards and sizing")
 	fs.StringVar(&shards, "shards", def("shards"), "shards, sizing: corral.shards values to sweep")
-	fs.DurationVar(&cfg.Delay, "delay", 0, "shards: also run with corral.testing.applyDelay set to this per-write delay")
+	fs.DurationVar(&cfg.Delay, "delay", 0, "shards: also run with this apply delay per written op (needs a corraltesting build of corral: make build-testing, then bin/corral-testing bench ... or --corral-bin bin/corral-testing)")
 	fs.StringVar(&workers, "workers", def("workers"), "create: synchronous worker counts")
 	fs.StringVar(&bn, "barrier-clients", def("clients-barrier"), "barrier: client counts")
 	fs.StringVar(&rounds, "rounds", def("rounds"), "barrier: barriers (rounds) per run")

@@ -195,7 +195,7 @@ func smokeCorralBinary(t *testing.T) string {
 }
 
 // TestCorralOptions checks the corralproc options the corral target asks for: the shape, the
-// common zoo.cfg keys, and corral.testing.applyDelay only with a delay.
+// common zoo.cfg keys, and the apply delay knob only with a delay.
 func TestCorralOptions(t *testing.T) {
 	tg := corralTarget{bin: "/x/corral", tick: time.Second, keepDir: true, dir: "/tmp/b"}
 	o := tg.options(Shape{Servers: 3, Shards: 8, ApplyDelay: 2 * time.Millisecond})
@@ -203,8 +203,10 @@ func TestCorralOptions(t *testing.T) {
 		!o.KeepDir || o.Dir != "/tmp/b" || o.StartTimeout != 90*time.Second {
 		t.Errorf("options: %+v", o)
 	}
-	for k, v := range map[string]string{"globalOutstandingLimit": "2000", "maxClientCnxns": "0",
-		"corral.testing.applyDelay": "2ms"} {
+	if o.Knobs.ApplyDelay != 2*time.Millisecond || len(o.Knobs.ApplyLag) != 0 || o.ServerKnobs != nil {
+		t.Errorf("knobs %v, %v: want an apply delay of 2ms", o.Knobs, o.ServerKnobs)
+	}
+	for k, v := range map[string]string{"globalOutstandingLimit": "2000", "maxClientCnxns": "0"} {
 		if o.Config[k] != v {
 			t.Errorf("Config[%q] = %q, want %q (%v)", k, o.Config[k], v, o.Config)
 		}
@@ -213,8 +215,8 @@ func TestCorralOptions(t *testing.T) {
 	if o.Servers != 1 || o.Shards != 1 {
 		t.Errorf("zero shape: %d servers, %d shards", o.Servers, o.Shards)
 	}
-	if _, ok := o.Config["corral.testing.applyDelay"]; ok {
-		t.Errorf("applyDelay without a delay: %v", o.Config)
+	if !o.Knobs.IsZero() {
+		t.Errorf("knobs without a delay: %v", o.Knobs)
 	}
 }
 
@@ -276,5 +278,21 @@ func TestParseFlagsShortDefaults(t *testing.T) {
 	}
 	if code := MainContext(context.Background(), []string{"nope"}, &sink, &sink); code != 2 {
 		t.Errorf("unknown experiment: exit %d", code)
+	}
+}
+
+// TestDelayNeedsTestingBuild: `shards --delay` with a production corral binary (here a stand-in
+// that answers `version` as one does) fails before its first run, saying which build it needs.
+func TestDelayNeedsTestingBuild(t *testing.T) {
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "corral")
+	if err := os.WriteFile(bin, []byte("#!/bin/sh\necho 'corral 0.1.0-dev (ZooKeeper 3.8 protocol)'\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	code := MainContext(t.Context(), []string{"shards", "--target", "corral", "--short", "--quiet", "--delay", "1ms",
+		"--corral-bin", bin, "--out", filepath.Join(dir, "out")}, &stdout, &stderr)
+	if code != 1 || !strings.Contains(stderr.String(), "make build-testing") {
+		t.Fatalf("exit %d, stderr:\n%s", code, stderr.String())
 	}
 }

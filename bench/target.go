@@ -15,8 +15,9 @@ import (
 type Shape struct {
 	Servers int
 	Shards  int // Corral's corral.shards; Apache ZooKeeper is always one group
-	// ApplyDelay is Corral's corral.testing.applyDelay: a delay injected into each applied write
-	// so commits become latency-bound (zero: none). Apache ZooKeeper has no such knob.
+	// ApplyDelay is Corral's apply delay test knob (internal/testknobs; a corraltesting build
+	// only): a delay injected into each applied write so commits become latency-bound (zero:
+	// none). Apache ZooKeeper has no such knob.
 	ApplyDelay time.Duration
 }
 

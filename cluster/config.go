@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"fmt"
 	"github.com/corral/corral/adminauth"
+	"github.com/corral/corral/internal/testknobs"
 	"github.com/corral/corral/router"
 	"github.com/corral/corral/sasl"
 	"github.com/corral/corral/tlsconf"
@@ -112,11 +113,17 @@ type Config struct {
 	QuorumTLS            tlsconf.Settings
 	clientPortSet        bool     // clientPort was given (with only secureClientPort, no plaintext port)
 	Unknown              []string // keys not understood (warned about)
-	applyDelayForTests   time.Duration
-	applyLagForTests     map[uint64]time.Duration
 	SourcePath           string
 	ReplicaCountPerShard int
+
+	// testing holds what only tests and benchmarks ask for (SetTestingKnobs); never from zoo.cfg.
+	testing testknobs.Knobs
 }
+
+// testingKeyPrefix starts the test-only keys zoo.cfg once had (corral.testing.applyDelay,
+// corral.testing.applyLag): they are unknown keys now, ignored with a warning that says where
+// test knobs come from instead.
+const testingKeyPrefix = "corral.testing."
 
 // DefaultFourLetterWords is ZooKeeper's default whitelist.
 var DefaultFourLetterWords = map[string]bool{"srvr": true}
@@ -169,8 +176,16 @@ func LoadConfig(path string, log *slog.Logger) (Config, error) {
 		return Config{}, err
 	}
 	cfg.loadAudit(path, os.Getenv("SERVER_JVMFLAGS"))
+	if err := cfg.loadTestingKnobs(log); err != nil {
+		return Config{}, fmt.Errorf("cluster: %w", err)
+	}
 	for _, k := range cfg.Unknown {
-		if log != nil {
+		if log == nil {
+			continue
+		}
+		if strings.HasPrefix(k, testingKeyPrefix) {
+			log.Warn("test-only configuration key ignored: zoo.cfg sets no test knobs (a binary built with -tags corraltesting reads them from its environment)", "key", k, "file", path)
+		} else {
 			log.Warn("unknown configuration key ignored", "key", k, "file", path)
 		}
 	}
@@ -366,23 +381,6 @@ func (c *Config) set(k, v string, minST, maxST *time.Duration) error {
 		c.RTT, err = ms()
 	case k == "corral.checkQuorum":
 		c.CheckQuorum, err = strconv.ParseBool(v)
-	case k == "corral.testing.applyDelay":
-		c.applyDelayForTests, err = time.ParseDuration(v)
-	case k == "corral.testing.applyLag":
-		// shardID:duration[,shardID:duration...]: this server's replica of each listed shard
-		// holds back every apply by the duration (router.Shard.SetApplyLag), for tests that
-		// need a lagging replica in a multi-process ensemble.
-		c.applyLagForTests = map[uint64]time.Duration{}
-		for _, part := range strings.Split(v, ",") {
-			id, dur, ok := strings.Cut(strings.TrimSpace(part), ":")
-			n, perr := strconv.ParseUint(id, 10, 64)
-			d, derr := time.ParseDuration(dur)
-			if !ok || perr != nil || derr != nil {
-				err = fmt.Errorf("want shardID:duration[,...], got %q", part)
-				break
-			}
-			c.applyLagForTests[n] = d
-		}
 	case k == "corral.ssl.reloadIntervalMs" || k == "corral.ssl.handshakeTimeoutMs":
 		// Timing of both the secure client port's TLS and the quorum's.
 		if _, err = c.TLS.Set(k, v); err == nil {
@@ -546,13 +544,10 @@ func (c *Config) ClientListenAddr() string {
 	return net.JoinHostPort(c.ClientPortAddress, strconv.Itoa(c.ClientPort))
 }
 
-// ApplyDelay is the per-write apply time injected for latency-bound benchmarks
-// (corral.testing.applyDelay): every replica of a shard spends it per applied write op, in
-// sequence, as a shard whose apply were that slow would.
-func (c *Config) ApplyDelay() time.Duration { return c.applyDelayForTests }
-
-// ApplyLag is the per-shard apply lag injected for tests (corral.testing.applyLag).
-func (c *Config) ApplyLag() map[uint64]time.Duration { return c.applyLagForTests }
+// SetTestingKnobs gives the server behaviours only tests and benchmarks ask for (package
+// internal/testknobs, whose type only code inside this module can name). zoo.cfg never sets
+// them; a binary built with -tags corraltesting reads them from its environment in LoadConfig.
+func (c *Config) SetTestingKnobs(k testknobs.Knobs) { c.testing = k }
 
 // loadAudit applies -Dzookeeper.audit.enable from SERVER_JVMFLAGS unless zoo.cfg set audit.enable,
 // and resolves a relative corral.audit.file against the zoo.cfg directory.

@@ -181,7 +181,7 @@ func (s *Server) startRaft() error {
 		s.router.SetMounts(mounts)
 	}
 	s.router.SetSync(s.Sync)
-	for id, d := range cfg.ApplyLag() {
+	for id, d := range cfg.testing.ApplyLag {
 		if sh := s.router.Shard(id); sh != nil {
 			sh.SetApplyLag(d)
 		}

@@ -25,6 +25,11 @@
 //     watches also catches up the other shards to the view it read, so events precede replies.
 //     Writes spanning shards run as cross-shard transactions (route.go).
 //
+// Dispatch: handle.go's table (handlers) maps each opcode to one handler. Writes, sync, ping,
+// auth, sasl, closeSession and the opcodes only servers send get the raw body and order
+// themselves behind the connection's earlier requests; every other request is decoded, waits
+// for those requests, and then runs.
+//
 // Bad input: a frame larger than jute.maxbuffer or with a negative length closes the connection;
 // an undecodable record gets MARSHALLINGERROR; an unknown opcode gets UNIMPLEMENTED and the
 // connection is closed, as ZooKeeper does. Each case is logged with the remote address. A slow

@@ -44,41 +44,9 @@ func (c *conn) handle(frame []byte) bool {
 			return c.handleReadOnlyRefused(h)
 		}
 	}
-	switch h.Op {
-	case wire.OpPing:
-		if !c.waitIdle() {
-			return false
-		}
-		// ZooKeeper answers every ping with xid -2, whatever xid it carried.
-		c.reply(wire.XidPing, wire.ErrOK, nil)
-		return true
-	case wire.OpAuth:
-		return c.handleAuth(h, body)
-	case wire.OpCloseSession:
-		return c.handleClose(h)
-	case wire.OpCreate, wire.OpCreate2, wire.OpCreateContainer, wire.OpCreateTTL, wire.OpDelete,
-		wire.OpSetData, wire.OpSetACL, wire.OpMulti, wire.OpCheck:
-		return c.handleWrite(h, body)
-	case wire.OpSync:
-		return c.handleSync(h, body)
-	}
-	switch h.Op {
-	case wire.OpSASL:
-		return c.handleSASL(h, body)
-	case wire.OpDeleteContainer, wire.OpCreateSession:
-		// Valid request types that only servers generate. ZooKeeper 3.8.0's PrepRequestProcessor
-		// turns them into an error txn (BADARGUMENTS for deleteContainer, MARSHALLINGERROR for
-		// createSession, whose body does not decode as a client's) and keeps the connection.
-		// (ZooKeeper's error txn also takes a zxid; Corral's reply does not.)
-		if !c.waitIdle() {
-			return false
-		}
-		errc := wire.ErrBadArguments
-		if h.Op == wire.OpCreateSession {
-			errc = wire.ErrMarshallingError
-		}
-		c.reply(h.Xid, errc, nil)
-		return true
+	hd := handlers[h.Op]
+	if hd.raw != nil {
+		return hd.raw(c, h, body)
 	}
 	rec, err := wire.DecodeRequest(h.Op, body)
 	if errors.Is(err, wire.ErrUnknownOp) {
@@ -107,60 +75,135 @@ func (c *conn) handle(frame []byte) bool {
 		return true
 	}
 	defer func() { c.s.stats.observe(time.Since(now)) }()
-	switch h.Op {
-	case wire.OpExists, wire.OpGetData, wire.OpGetChildren, wire.OpGetChildren2:
-		return c.handleWatchableRead(h, rec)
-	case wire.OpGetACL, wire.OpGetAllChildrenNumber:
-		path := readPath(rec)
-		var sh *router.Shard
-		var errc wire.Err
-		var resp wire.Record
-		var zxid int64
-		for moved := true; moved; moved = c.moved(path, sh) {
-			var v *shard.View
-			var ok bool
-			if sh, v, ok = c.viewFor(path); !ok {
-				return false
-			}
-			errc, resp = v.Read(h.Op, rec, c.AuthIDs())
-			zxid = v.Zxid()
-		}
-		if n, ok := resp.(*wire.GetAllChildrenNumberResponse); ok && errc == wire.ErrOK && path == "/" {
-			// Every top-level subtree on another shard counts too (the root shard holds
-			// only their child entries, which it does not count).
-			for _, o := range c.s.o.Router.Shards() {
-				if o == sh {
-					continue
-				}
-				ov, ok := c.readView(o, 0)
-				if !ok {
-					return false
-				}
-				n.TotalNumber += int32(ov.Len())
-				zxid = max(zxid, ov.Zxid())
-			}
-		}
-		c.replyAt(h.Xid, errc, resp, zxid)
-	case wire.OpGetEphemerals:
-		c.handleGetEphemerals(h, rec.(*wire.GetEphemeralsRequest))
-	case wire.OpMultiRead:
-		return c.handleMultiRead(h, rec.(*wire.MultiRequest))
-	case wire.OpSetWatches, wire.OpSetWatches2:
-		return c.handleSetWatches(h, rec)
-	case wire.OpAddWatch:
-		c.handleAddWatch(h, rec.(*wire.AddWatchRequest))
-	case wire.OpCheckWatches, wire.OpRemoveWatches:
-		c.handleRemoveWatches(h, rec)
-	case wire.OpWhoAmI:
-		c.handleWhoAmI(h)
-	case wire.OpReconfig:
-		c.auditReconfig()
-		c.reply(h.Xid, wire.ErrReconfigDisabled, nil)
-	default:
+	if hd.decoded == nil {
 		c.s.o.Log.Warn("unsupported opcode, closing connection", "op", int32(h.Op))
 		c.reply(h.Xid, wire.ErrUnimplemented, nil)
 		return false
 	}
+	return hd.decoded(c, h, rec)
+}
+
+// An opHandler serves one opcode: it answers the request (or queues its answer in order, as
+// writes and sync do) and returns false when the connection must close. Exactly one of its
+// functions is set.
+type opHandler struct {
+	// raw gets the request body as it arrived, before it is decoded and before this
+	// connection's earlier requests are answered: the handler decodes what it needs and waits
+	// for them (waitIdle) or queues behind them (reserve) itself.
+	raw func(c *conn, h wire.RequestHeader, body []byte) bool
+	// decoded gets the decoded request once this connection's earlier requests are answered;
+	// its time counts in the latency statistics. A body that does not decode is answered
+	// before (MARSHALLINGERROR), never passed here.
+	decoded func(c *conn, h wire.RequestHeader, rec wire.Record) bool
+}
+
+// handlers is the dispatch table of handle. An opcode that is not here is answered with
+// UNIMPLEMENTED and closes the connection, as ZooKeeper's UnimplementedRequestProcessor does.
+var handlers = map[wire.OpCode]opHandler{
+	wire.OpPing:         {raw: (*conn).handlePing},
+	wire.OpAuth:         {raw: (*conn).handleAuth},
+	wire.OpSASL:         {raw: (*conn).handleSASL},
+	wire.OpCloseSession: {raw: (*conn).handleClose},
+	wire.OpSync:         {raw: (*conn).handleSync},
+
+	wire.OpCreate:          {raw: (*conn).handleWrite},
+	wire.OpCreate2:         {raw: (*conn).handleWrite},
+	wire.OpCreateContainer: {raw: (*conn).handleWrite},
+	wire.OpCreateTTL:       {raw: (*conn).handleWrite},
+	wire.OpDelete:          {raw: (*conn).handleWrite},
+	wire.OpSetData:         {raw: (*conn).handleWrite},
+	wire.OpSetACL:          {raw: (*conn).handleWrite},
+	wire.OpMulti:           {raw: (*conn).handleWrite},
+	wire.OpCheck:           {raw: (*conn).handleWrite},
+
+	wire.OpDeleteContainer: {raw: (*conn).handleServerOnly},
+	wire.OpCreateSession:   {raw: (*conn).handleServerOnly},
+
+	wire.OpExists:               {decoded: (*conn).handleWatchableRead},
+	wire.OpGetData:              {decoded: (*conn).handleWatchableRead},
+	wire.OpGetChildren:          {decoded: (*conn).handleWatchableRead},
+	wire.OpGetChildren2:         {decoded: (*conn).handleWatchableRead},
+	wire.OpGetACL:               {decoded: (*conn).handlePathRead},
+	wire.OpGetAllChildrenNumber: {decoded: (*conn).handlePathRead},
+	wire.OpGetEphemerals:        {decoded: (*conn).handleGetEphemerals},
+	wire.OpMultiRead:            {decoded: (*conn).handleMultiRead},
+	wire.OpSetWatches:           {decoded: (*conn).handleSetWatches},
+	wire.OpSetWatches2:          {decoded: (*conn).handleSetWatches},
+	wire.OpAddWatch:             {decoded: (*conn).handleAddWatch},
+	wire.OpCheckWatches:         {decoded: (*conn).handleRemoveWatches},
+	wire.OpRemoveWatches:        {decoded: (*conn).handleRemoveWatches},
+	wire.OpWhoAmI:               {decoded: (*conn).handleWhoAmI},
+	wire.OpReconfig:             {decoded: (*conn).handleReconfig},
+}
+
+// handlePing answers a ping once the requests before it are answered.
+func (c *conn) handlePing(wire.RequestHeader, []byte) bool {
+	if !c.waitIdle() {
+		return false
+	}
+	// ZooKeeper answers every ping with xid -2, whatever xid it carried.
+	c.reply(wire.XidPing, wire.ErrOK, nil)
+	return true
+}
+
+// handleServerOnly answers deleteContainer and createSession: valid request types that only
+// servers generate. ZooKeeper 3.8.0's PrepRequestProcessor turns them into an error txn
+// (BADARGUMENTS for deleteContainer, MARSHALLINGERROR for createSession, whose body does not
+// decode as a client's) and keeps the connection. (ZooKeeper's error txn also takes a zxid;
+// Corral's reply does not.)
+func (c *conn) handleServerOnly(h wire.RequestHeader, _ []byte) bool {
+	if !c.waitIdle() {
+		return false
+	}
+	errc := wire.ErrBadArguments
+	if h.Op == wire.OpCreateSession {
+		errc = wire.ErrMarshallingError
+	}
+	c.reply(h.Xid, errc, nil)
+	return true
+}
+
+// handlePathRead serves getACL and getAllChildrenNumber from the view of the path's shard; for
+// "/" getAllChildrenNumber adds every other shard's nodes.
+func (c *conn) handlePathRead(h wire.RequestHeader, rec wire.Record) bool {
+	path := readPath(rec)
+	var sh *router.Shard
+	var errc wire.Err
+	var resp wire.Record
+	var zxid int64
+	for moved := true; moved; moved = c.moved(path, sh) {
+		var v *shard.View
+		var ok bool
+		if sh, v, ok = c.viewFor(path); !ok {
+			return false
+		}
+		errc, resp = v.Read(h.Op, rec, c.AuthIDs())
+		zxid = v.Zxid()
+	}
+	if n, ok := resp.(*wire.GetAllChildrenNumberResponse); ok && errc == wire.ErrOK && path == "/" {
+		// Every top-level subtree on another shard counts too (the root shard holds
+		// only their child entries, which it does not count).
+		for _, o := range c.s.o.Router.Shards() {
+			if o == sh {
+				continue
+			}
+			ov, ok := c.readView(o, 0)
+			if !ok {
+				return false
+			}
+			n.TotalNumber += int32(ov.Len())
+			zxid = max(zxid, ov.Zxid())
+		}
+	}
+	c.replyAt(h.Xid, errc, resp, zxid)
+	return true
+}
+
+// handleReconfig refuses reconfig (Corral changes membership through its admin port), as
+// ZooKeeper does with reconfigEnabled=false, and audits the refusal.
+func (c *conn) handleReconfig(h wire.RequestHeader, _ wire.Record) bool {
+	c.auditReconfig()
+	c.reply(h.Xid, wire.ErrReconfigDisabled, nil)
 	return true
 }
 
@@ -239,7 +282,8 @@ func (c *conn) handleWatchableRead(h wire.RequestHeader, rec wire.Record) bool {
 	}
 }
 
-func (c *conn) handleGetEphemerals(h wire.RequestHeader, r *wire.GetEphemeralsRequest) {
+func (c *conn) handleGetEphemerals(h wire.RequestHeader, rec wire.Record) bool {
+	r := rec.(*wire.GetEphemeralsRequest)
 	var all []string
 	for _, sh := range c.s.o.Router.Shards() {
 		if v := sh.View(); v != nil {
@@ -254,9 +298,11 @@ func (c *conn) handleGetEphemerals(h wire.RequestHeader, r *wire.GetEphemeralsRe
 	sort.Strings(all)
 	all = slices.Compact(all)
 	c.reply(h.Xid, wire.ErrOK, &wire.GetEphemeralsResponse{Ephemerals: all})
+	return true
 }
 
-func (c *conn) handleMultiRead(h wire.RequestHeader, m *wire.MultiRequest) bool {
+func (c *conn) handleMultiRead(h wire.RequestHeader, rec wire.Record) bool {
+	m := rec.(*wire.MultiRequest)
 	resp := &wire.MultiResponse{Results: make([]wire.MultiResult, 0, len(m.Ops))}
 	ids := c.AuthIDs()
 	var zxid int64
@@ -377,10 +423,11 @@ func (c *conn) handleSetWatches(h wire.RequestHeader, rec wire.Record) bool {
 // validated (a watch on a path no change can have never fires), and an unknown mode fails in
 // WatcherMode.fromZooDef with an IllegalArgumentException, which FinalRequestProcessor answers
 // with MARSHALLINGERROR.
-func (c *conn) handleAddWatch(h wire.RequestHeader, r *wire.AddWatchRequest) {
+func (c *conn) handleAddWatch(h wire.RequestHeader, rec wire.Record) bool {
+	r := rec.(*wire.AddWatchRequest)
 	if r.Mode != wire.AddWatchPersistent && r.Mode != wire.AddWatchPersistentRecursive {
 		c.reply(h.Xid, wire.ErrMarshallingError, nil)
-		return
+		return true
 	}
 	c.watched.Store(true)
 	unlock := c.s.o.Router.LockAll()
@@ -391,9 +438,10 @@ func (c *conn) handleAddWatch(h wire.RequestHeader, r *wire.AddWatchRequest) {
 	}
 	c.reply(h.Xid, wire.ErrOK, &wire.ErrorResponse{Err: wire.ErrOK})
 	unlock()
+	return true
 }
 
-func (c *conn) handleRemoveWatches(h wire.RequestHeader, rec wire.Record) {
+func (c *conn) handleRemoveWatches(h wire.RequestHeader, rec wire.Record) bool {
 	var path string
 	var typ int32
 	var remove bool
@@ -407,7 +455,7 @@ func (c *conn) handleRemoveWatches(h wire.RequestHeader, rec wire.Record) {
 		// ZooKeeper 3.8.0's WatcherType.fromInt knows 1..3 and throws a RuntimeException
 		// otherwise: MARSHALLINGERROR.
 		c.reply(h.Xid, wire.ErrMarshallingError, nil)
-		return
+		return true
 	}
 	var ok bool
 	if remove {
@@ -417,12 +465,13 @@ func (c *conn) handleRemoveWatches(h wire.RequestHeader, rec wire.Record) {
 	}
 	if !ok {
 		c.reply(h.Xid, wire.ErrNoWatcher, nil)
-		return
+		return true
 	}
 	c.reply(h.Xid, wire.ErrOK, nil)
+	return true
 }
 
-func (c *conn) handleWhoAmI(h wire.RequestHeader) {
+func (c *conn) handleWhoAmI(h wire.RequestHeader, _ wire.Record) bool {
 	ids := zkAuthSetOrder(c.AuthIDs())
 	resp := &wire.WhoAmIResponse{ClientInfo: make([]wire.ClientInfo, 0, len(ids))}
 	for _, id := range ids {
@@ -433,6 +482,7 @@ func (c *conn) handleWhoAmI(h wire.RequestHeader) {
 		resp.ClientInfo = append(resp.ClientInfo, wire.ClientInfo{AuthScheme: id.Scheme, User: user})
 	}
 	c.reply(h.Xid, wire.ErrOK, resp)
+	return true
 }
 
 // handleAuth processes addAuth. ZooKeeper answers it out of band with xid -4.
@@ -644,7 +694,7 @@ func (c *conn) handleSync(h wire.RequestHeader, body []byte) bool {
 }
 
 // handleClose ends the session: ephemerals are removed on every shard before the reply.
-func (c *conn) handleClose(h wire.RequestHeader) bool {
+func (c *conn) handleClose(h wire.RequestHeader, _ []byte) bool {
 	if !c.waitIdle() {
 		return false
 	}

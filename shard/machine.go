@@ -30,10 +30,10 @@ type Config struct {
 	Dir string
 	// ExtendedTypes enables TTL nodes (zookeeper.extendedTypesEnabled).
 	ExtendedTypes bool
-	// ApplyDelayPerOp (testing, corral.testing.applyDelay) makes every Update take this long per
-	// applied op before it publishes, simulating a shard whose apply is latency-bound (a slow
-	// disk or a single-threaded commit); shards apply in parallel, so throughput then grows with
-	// the number of shards. Zero in production.
+	// ApplyDelayPerOp (a test knob, internal/testknobs; never from zoo.cfg) makes every Update
+	// take this long per applied op before it publishes, simulating a shard whose apply is
+	// latency-bound (a slow disk or a single-threaded commit); shards apply in parallel, so
+	// throughput then grows with the number of shards. Zero in production.
 	ApplyDelayPerOp time.Duration
 	// Listener receives every published view; may be nil.
 	Listener Listener

@@ -10,5 +10,9 @@
 //	corral inspect DIR [--dump /path]   look into a stopped server's data directory (read-only)
 //	corral version
 //
+// A binary built with -tags corraltesting (`make build-testing`: bin/corral-testing) also reads
+// test knobs from its environment (package internal/testknobs) and says so in `corral version`;
+// tests and `corral bench shards --delay` use it, production never does.
+//
 // See README.md for the two commands a newcomer needs and docs/operations.md for configuration.
 package main

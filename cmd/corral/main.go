@@ -3,6 +3,8 @@ package main
 import (
 	"fmt"
 	"os"
+
+	"github.com/corral/corral/internal/testknobs"
 )
 
 func main() {
@@ -30,6 +32,9 @@ func main() {
 		code = runInspect(os.Args[2:])
 	case "version", "--version", "-v":
 		fmt.Println("corral", version)
+		if testknobs.Enabled {
+			fmt.Println("built with -tags " + testknobs.Tag + ": reads test knobs from the environment; not for production")
+		}
 	case "help", "-h", "--help":
 		usage()
 	default:

@@ -17,6 +17,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/corral/corral/internal/testknobs"
 )
 
 // ModulePath is the module whose ./cmd/corral Binary builds.
@@ -26,10 +28,18 @@ const ModulePath = "github.com/corral/corral"
 // corralproc-bin-<pid>-<random>.
 const buildDirPrefix = "corralproc-bin-"
 
-var built struct {
+// build is one kind of binary this package builds once per process.
+type build struct {
 	mu   sync.Mutex
-	path string // set once a build succeeded
+	path string   // set once a build succeeded
+	name string   // its file name, in the shared cache directory and the private copy's
+	tags []string // go build -tags
 }
+
+var (
+	built        = build{name: "corral"}
+	builtTesting = build{name: "corral-testing", tags: []string{testknobs.Tag}}
+)
 
 // Binary returns a corral binary built from the current source: the first
 // call in a process runs `go build ./cmd/corral` in the module root (`go env
@@ -43,11 +53,17 @@ var built struct {
 // link (seconds for corral) when that file is already up to date; every test
 // process still runs `go build`, so it never gets a stale binary, and its
 // private copy does not change under it if another process rebuilds later.
-func Binary(ctx context.Context) (string, error) {
-	built.mu.Lock()
-	defer built.mu.Unlock()
-	if built.path != "" {
-		return built.path, nil
+func Binary(ctx context.Context) (string, error) { return built.get(ctx) }
+
+// TestingBinary is Binary built with -tags corraltesting: a server that reads test knobs from
+// its environment (package internal/testknobs). Start uses it when Options ask for knobs.
+func TestingBinary(ctx context.Context) (string, error) { return builtTesting.get(ctx) }
+
+func (b *build) get(ctx context.Context) (string, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.path != "" {
+		return b.path, nil
 	}
 	goTool, root, err := buildTools(ctx)
 	if err != nil {
@@ -58,21 +74,40 @@ func Binary(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("corralproc: %w", err)
 	}
-	bin := filepath.Join(dir, "corral")
-	if err := buildShared(ctx, goTool, root, bin); err != nil {
+	bin := filepath.Join(dir, b.name)
+	if err := buildShared(ctx, goTool, root, bin, b.name, b.flags()...); err != nil {
 		var be *buildError
 		if !errors.As(err, &be) {
 			// No usable cache directory or lock: build straight into dir.
 			os.Remove(bin)
-			err = goBuild(ctx, goTool, root, bin)
+			err = goBuild(ctx, goTool, root, bin, b.flags()...)
 		}
 		if err != nil {
 			os.RemoveAll(dir)
 			return "", err
 		}
 	}
-	built.path = bin
+	b.path = bin
 	return bin, nil
+}
+
+func (b *build) flags() []string {
+	if len(b.tags) == 0 {
+		return nil
+	}
+	return []string{"-tags", strings.Join(b.tags, ",")}
+}
+
+// remove deletes the binary get built, if any.
+func (b *build) remove() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.path == "" {
+		return nil
+	}
+	err := os.RemoveAll(filepath.Dir(b.path))
+	b.path = ""
+	return err
 }
 
 // BinaryWithTags builds ./cmd/corral with the build tags into a new directory of the caller's
@@ -115,10 +150,10 @@ func goBuild(ctx context.Context, goTool, root, out string, flags ...string) err
 	return nil
 }
 
-// buildShared builds into the shared output file of this checkout while
-// holding its lock, then copies it to bin. A build error is returned as is
-// (and not retried by the caller's fallback, which would fail the same way).
-func buildShared(ctx context.Context, goTool, root, bin string) error {
+// buildShared builds into the shared output file of this checkout named name
+// while holding its lock, then copies it to bin. A build error is returned as
+// is (and not retried by the caller's fallback, which would fail the same way).
+func buildShared(ctx context.Context, goTool, root, bin, name string, flags ...string) error {
 	cache, err := os.UserCacheDir()
 	if err != nil {
 		return err
@@ -137,8 +172,8 @@ func buildShared(ctx context.Context, goTool, root, bin string) error {
 		return err
 	}
 	defer syscall.Flock(int(lock.Fd()), syscall.LOCK_UN)
-	out := filepath.Join(shared, "corral")
-	if err := goBuild(ctx, goTool, root, out); err != nil {
+	out := filepath.Join(shared, name)
+	if err := goBuild(ctx, goTool, root, out, flags...); err != nil {
 		return &buildError{err}
 	}
 	return copyExecutable(out, bin)
@@ -225,17 +260,10 @@ func alive(pid int) bool {
 	return err == nil || errors.Is(err, syscall.EPERM)
 }
 
-// RemoveBinary deletes the binary Binary built, if any, so that a TestMain
-// can clean up after m.Run; a later Binary call builds again. Build
-// directories left behind by processes that died are swept by the next build
-// in any process.
+// RemoveBinary deletes the binaries Binary and TestingBinary built, if any,
+// so that a TestMain can clean up after m.Run; a later call builds again.
+// Build directories left behind by processes that died are swept by the next
+// build in any process.
 func RemoveBinary() error {
-	built.mu.Lock()
-	defer built.mu.Unlock()
-	if built.path == "" {
-		return nil
-	}
-	err := os.RemoveAll(filepath.Dir(built.path))
-	built.path = ""
-	return err
+	return errors.Join(built.remove(), builtTesting.remove())
 }

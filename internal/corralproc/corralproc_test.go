@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net"
 	"os"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -16,6 +17,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/corral/corral/internal/corralproc"
+	"github.com/corral/corral/internal/testknobs"
 )
 
 func TestMain(m *testing.M) {
@@ -160,14 +162,18 @@ func TestStartFailsWithLog(t *testing.T) {
 }
 
 // TestServerConfig: Options.ServerConfig adds keys to one server's zoo.cfg only, after
-// Options.Config (its value wins), and the servers start with it.
+// Options.Config (its value wins); Options.ServerKnobs replaces Options.Knobs for one server.
+// The servers start with them, and each logs its own knobs, which only the corraltesting
+// build Start chose for them reads.
 func TestServerConfig(t *testing.T) {
 	t.Parallel()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	e, err := corralproc.Start(ctx, corralproc.Options{Servers: 2, Shards: 2, TickTime: 500 * time.Millisecond,
-		Config:       map[string]string{"corral.testing.applyLag": "2:1ms"},
-		ServerConfig: map[int]map[string]string{1: {"corral.testing.applyLag": "3:2ms", "maxClientCnxns": "77"}},
+		Config:       map[string]string{"maxClientCnxns": "50"},
+		ServerConfig: map[int]map[string]string{1: {"maxClientCnxns": "77", "minSessionTimeout": "1000"}},
+		Knobs:        testknobs.Knobs{ApplyLag: map[uint64]time.Duration{2: time.Millisecond}},
+		ServerKnobs:  map[int]testknobs.Knobs{1: {ApplyLag: map[uint64]time.Duration{3: 2 * time.Millisecond}}},
 	})
 	if err != nil {
 		t.Fatalf("start: %v", err)
@@ -178,11 +184,57 @@ func TestServerConfig(t *testing.T) {
 	if err0 != nil || err1 != nil {
 		t.Fatalf("read zoo.cfg: %v %v", err0, err1)
 	}
-	if !bytes.Contains(cfg0, []byte("\ncorral.testing.applyLag=2:1ms\n")) || bytes.Contains(cfg0, []byte("maxClientCnxns")) {
+	if !bytes.Contains(cfg0, []byte("\nmaxClientCnxns=50\n")) || bytes.Contains(cfg0, []byte("minSessionTimeout")) {
 		t.Fatalf("server 0's zoo.cfg should have only Options.Config's key:\n%s", cfg0)
 	}
-	if bytes.Count(cfg1, []byte("corral.testing.applyLag=")) != 1 || !bytes.Contains(cfg1, []byte("\ncorral.testing.applyLag=3:2ms\n")) ||
-		!bytes.Contains(cfg1, []byte("\nmaxClientCnxns=77\n")) {
+	if bytes.Count(cfg1, []byte("maxClientCnxns=")) != 1 || !bytes.Contains(cfg1, []byte("\nmaxClientCnxns=77\n")) ||
+		!bytes.Contains(cfg1, []byte("\nminSessionTimeout=1000\n")) {
 		t.Fatalf("server 1's zoo.cfg should have its own keys, ServerConfig's value replacing Config's:\n%s", cfg1)
+	}
+	if err := corralproc.CheckTestingBinary(ctx, e.Binary()); err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []string{"applyLag=2:1ms", "applyLag=3:2ms"} {
+		logged, err := os.ReadFile(e.LogPath(i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Contains(logged, []byte("test knobs set from the environment")) || !bytes.Contains(logged, []byte(want)) {
+			t.Fatalf("server %d's log does not show the knobs %s:\n%s", i, want, corralproc.Tail(logged, 20))
+		}
+	}
+}
+
+// TestProductionBinaryHasNoKnobs: the binary built without tags has no code that reads test
+// knobs (the linker left testknobs.FromEnv out) and refuses to run with knobs; the
+// corraltesting build has it.
+func TestProductionBinaryHasNoKnobs(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	prod, err := corralproc.Binary(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tagged, err := corralproc.TestingBinary(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const sym = "github.com/corral/corral/internal/testknobs.FromEnv"
+	for bin, want := range map[string]bool{prod: false, tagged: true} {
+		out, err := exec.CommandContext(ctx, "go", "tool", "nm", bin).Output()
+		if err != nil {
+			t.Fatalf("go tool nm %s: %v", bin, err)
+		}
+		if got := bytes.Contains(out, []byte(" "+sym+"\n")); got != want {
+			t.Errorf("%s has %s: %v, want %v", bin, sym, got, want)
+		}
+	}
+	if err := corralproc.CheckTestingBinary(ctx, prod); err == nil || !strings.Contains(err.Error(), "make build-testing") {
+		t.Errorf("production binary checked as a testing build: %v", err)
+	}
+	_, err = corralproc.Start(ctx, corralproc.Options{Binary: prod, Knobs: testknobs.Knobs{ApplyDelay: time.Millisecond}})
+	if err == nil || !strings.Contains(err.Error(), "production build") {
+		t.Errorf("Start with knobs and a production binary: %v", err)
 	}
 }

@@ -24,7 +24,15 @@
 //     client, peer (Raft), election (written to server.N, unused by Corral)
 //     and admin HTTP (/metrics, /health, /shards; [Ensemble.AdminAddr]).
 //     Options.Config adds or replaces zoo.cfg keys for every server,
-//     Options.ServerConfig for one server (e.g. corral.testing.applyLag).
+//     Options.ServerConfig for one server.
+//   - Test knobs (package internal/testknobs: an apply delay, lagging
+//     replicas): Options.Knobs for every server, Options.ServerKnobs for one,
+//     passed as environment variables, which only a binary built with -tags
+//     corraltesting reads. With knobs the default binary is [TestingBinary]
+//     (built and cached as Binary's is); a given Options.Binary must be such
+//     a build ([CheckTestingBinary] asks its `corral version`). Without knobs
+//     the servers run the production build, and no server inherits knob
+//     variables from the test's own environment.
 //   - Readiness ([Ensemble.WaitReady]): every running server answers the
 //     `ruok` four-letter word with `imok`. A Corral server opens its client
 //     port only once all its shards have a leader, so this means it serves.

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -18,6 +19,7 @@ import (
 	"time"
 
 	"github.com/corral/corral/internal/procutil"
+	"github.com/corral/corral/internal/testknobs"
 )
 
 // Options configures an ensemble. The zero value is one server with Corral's
@@ -38,10 +40,18 @@ type Options struct {
 	// ServerConfig holds extra zoo.cfg keys for single servers, by server
 	// index (0-based), applied after Config (so a key here wins over the
 	// same key there). It is for keys that differ between servers, such as
-	// corral.testing.applyLag; the same rules as for Config apply.
+	// peerType; the same rules as for Config apply.
 	ServerConfig map[int]map[string]string
+	// Knobs are test knobs (package internal/testknobs) for every server;
+	// ServerKnobs[i] replaces them for server i. A server gets them as
+	// environment variables, which only a binary built with -tags
+	// corraltesting reads: when any are set, the default binary is
+	// [TestingBinary], and a Binary given here must be such a build (Start
+	// checks its `corral version`).
+	Knobs       testknobs.Knobs
+	ServerKnobs map[int]testknobs.Knobs
 	// Binary is the corral executable; empty means [Binary] (build
-	// ./cmd/corral once per process).
+	// ./cmd/corral once per process), or [TestingBinary] with knobs.
 	Binary string
 	// LogLevel is passed as `corral server --log-level`; default "info".
 	LogLevel string
@@ -78,6 +88,40 @@ func (o Options) withDefaults() Options {
 		o.StartTimeout = 60 * time.Second
 	}
 	return o
+}
+
+// hasKnobs reports whether any server gets test knobs.
+func (o Options) hasKnobs() bool {
+	if !o.Knobs.IsZero() {
+		return true
+	}
+	for _, k := range o.ServerKnobs {
+		if !k.IsZero() {
+			return true
+		}
+	}
+	return false
+}
+
+// knobs returns server i's test knobs.
+func (o Options) knobs(i int) testknobs.Knobs {
+	if k, ok := o.ServerKnobs[i]; ok {
+		return k
+	}
+	return o.Knobs
+}
+
+// CheckTestingBinary returns an error unless bin is a corral binary built with -tags
+// corraltesting, the only kind that reads test knobs (it says so in `corral version`).
+func CheckTestingBinary(ctx context.Context, bin string) error {
+	out, err := exec.CommandContext(ctx, bin, "version").Output()
+	if err != nil {
+		return fmt.Errorf("corralproc: %s version: %w", bin, err)
+	}
+	if !bytes.Contains(out, []byte("-tags "+testknobs.Tag)) {
+		return fmt.Errorf("corralproc: test knobs need a corral binary built with -tags %s (`make build-testing` writes bin/corral-testing); %s is a production build", testknobs.Tag, bin)
+	}
+	return nil
 }
 
 // Sentinel errors.
@@ -127,13 +171,26 @@ type server struct {
 func Start(ctx context.Context, opts Options) (*Ensemble, error) {
 	opts = opts.withDefaults()
 	bin := opts.Binary
-	if bin == "" {
+	switch {
+	case bin == "" && opts.hasKnobs():
+		var err error
+		if bin, err = TestingBinary(ctx); err != nil {
+			return nil, err
+		}
+	case bin == "":
 		var err error
 		if bin, err = Binary(ctx); err != nil {
 			return nil, err
 		}
-	} else if _, err := os.Stat(bin); err != nil {
-		return nil, fmt.Errorf("corralproc: binary: %w", err)
+	default:
+		if _, err := os.Stat(bin); err != nil {
+			return nil, fmt.Errorf("corralproc: binary: %w", err)
+		}
+		if opts.hasKnobs() {
+			if err := CheckTestingBinary(ctx, bin); err != nil {
+				return nil, err
+			}
+		}
 	}
 	var lastErr error
 	for attempt := 0; attempt < 4; attempt++ {
@@ -274,6 +331,7 @@ func (e *Ensemble) launchLocked(s *server) error {
 	}
 	cmd := exec.Command(bin, "server", "--config", e.configPath(s), "--log-level", e.opts.LogLevel)
 	cmd.Dir = s.dir
+	cmd.Env = serverEnv(os.Environ(), e.opts.knobs(s.myid-1))
 	if uid, ok := e.opts.ServerUID[s.myid-1]; ok {
 		if err := procutil.RunAs(cmd, uid, s.dir, e.root, filepath.Dir(bin)); err != nil {
 			out.Close()
@@ -286,6 +344,16 @@ func (e *Ensemble) launchLocked(s *server) error {
 	}
 	s.proc = p
 	return nil
+}
+
+// serverEnv is environ without test knobs of its own (a test run with them set passes none on
+// by accident) plus k's.
+func serverEnv(environ []string, k testknobs.Knobs) []string {
+	env := slices.DeleteFunc(slices.Clone(environ), func(kv string) bool {
+		name, _, _ := strings.Cut(kv, "=")
+		return name == testknobs.ApplyDelayEnv || name == testknobs.ApplyLagEnv
+	})
+	return append(env, k.Environ()...)
 }
 
 // QuorumPorts returns the ports server i listens on for its peers: its Raft port (the

@@ -13,6 +13,7 @@ import (
 
 	"github.com/corral/corral/cluster"
 	"github.com/corral/corral/internal/procutil"
+	"github.com/corral/corral/internal/testknobs"
 )
 
 // Options shape a test ensemble.
@@ -21,6 +22,8 @@ type Options struct {
 	Shards  int
 	// Extra zoo.cfg lines for every server.
 	Extra []string
+	// Knobs are test knobs for every server (package internal/testknobs; zoo.cfg has none).
+	Knobs testknobs.Knobs
 	// Observers are started after the Servers participants: their server.N lines end in
 	// :observer and their own zoo.cfg says peerType=observer (non-voting replicas).
 	Observers int
@@ -125,6 +128,7 @@ func (c *Cluster) writeConfig(id, clientPort int, peers string, extra []string) 
 	if err != nil {
 		c.t.Fatal(err)
 	}
+	cfg.SetTestingKnobs(opts.Knobs)
 	return cfg
 }
 

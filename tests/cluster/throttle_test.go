@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/corral/corral/internal/testcluster"
+	"github.com/corral/corral/internal/testknobs"
 	"github.com/corral/corral/wire"
 )
 
@@ -42,7 +43,7 @@ func srvrField(t *testing.T, addr, name string) string {
 func TestOutstandingLimit(t *testing.T) {
 	const limit, n = 8, 300
 	cl := testcluster.Start(t, testcluster.Options{Servers: 1, Shards: 1,
-		Extra: []string{"globalOutstandingLimit=" + strconv.Itoa(limit), "corral.testing.applyDelay=2ms"}})
+		Extra: []string{"globalOutstandingLimit=" + strconv.Itoa(limit)}, Knobs: testknobs.Knobs{ApplyDelay: 2 * time.Millisecond}})
 	addr := cl.Addrs()[0]
 
 	var maxSeen atomic.Int64

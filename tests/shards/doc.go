@@ -27,7 +27,8 @@
 //
 // Replicas are made to lag with the test hook router.Shard.SetApplyLag, so that an
 // implementation that broke a guarantee would be caught: each test says how it would fail. A
-// separate process sets the hook from its zoo.cfg (corral.testing.applyLag) at startup, so in
+// separate process — a corraltesting build, which internal/corralproc chooses when a test
+// asks for test knobs (internal/testknobs) — sets the hook from its environment at startup, so in
 // both modes a replica lags from the start of the ensemble to its end. Stopping a server closes
 // it in process and kills it (SIGKILL) as a process. What only in-process servers show (how far
 // a replica lags, which shards hold a transaction prepared) is logged there, never checked.

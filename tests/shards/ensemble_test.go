@@ -1,18 +1,17 @@
 package shardstest
 
 import (
+	"bytes"
 	"context"
-	"fmt"
-	"maps"
 	"os"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/corral/corral/cluster"
 	"github.com/corral/corral/internal/corralproc"
 	"github.com/corral/corral/internal/testcluster"
+	"github.com/corral/corral/internal/testknobs"
 	"github.com/corral/corral/router"
 )
 
@@ -49,9 +48,10 @@ func bothModes(t *testing.T, body func(t *testing.T, m mode)) {
 
 // lag makes one server's replica of one shard hold back every apply that changes something by
 // d, from the start of the ensemble to its end: in process with the hook
-// router.Shard.SetApplyLag, in separate processes with the same hook set from that server's
-// zoo.cfg (corral.testing.applyLag). It cannot change while a test runs, since a process reads
-// its zoo.cfg only at startup; tests that lag set it up front in both modes.
+// router.Shard.SetApplyLag, in separate processes with the same hook set at startup from the
+// test knobs (internal/testknobs) corralproc passes to that server, which then runs a
+// corraltesting build. It cannot change while a test runs, since a process reads its knobs only
+// at startup; tests that lag set it up front in both modes.
 type lag struct {
 	server int // 0-based
 	shard  uint64
@@ -148,30 +148,25 @@ func (e *procs) Stop(i int) {
 
 // startProcesses starts three corral processes with four data shards and the timing of the
 // in-process ensemble (tickTime 500 ms, so that 2 s session timeouts are allowed), each server
-// with its lags in its zoo.cfg. It checks, with the parser the binary runs, that every zoo.cfg
-// gives hash placement and exactly the lags asked for, and that the servers run the data shards
-// the tests name. When the test failed, the tail of every server's log goes to the test log.
+// with its lags as test knobs. It checks, with the parser the binary runs, that every zoo.cfg
+// gives hash placement, that every lagging server logged exactly the lags asked for, and that
+// the servers run the data shards the tests name. When the test failed, the tail of every
+// server's log goes to the test log.
 func startProcesses(t *testing.T, lags []lag) *procs {
 	t.Helper()
-	want := make([]map[uint64]time.Duration, numServers)
-	perServer := map[int]map[string]string{}
-	for i := range want {
-		want[i] = map[uint64]time.Duration{}
-		var parts []string
-		for _, l := range lags {
-			if l.server == i {
-				want[i][l.shard] = l.d
-				parts = append(parts, fmt.Sprintf("%d:%s", l.shard, l.d))
-			}
+	knobs := map[int]testknobs.Knobs{}
+	for _, l := range lags {
+		k := knobs[l.server]
+		if k.ApplyLag == nil {
+			k.ApplyLag = map[uint64]time.Duration{}
 		}
-		if len(parts) > 0 {
-			perServer[i] = map[string]string{"corral.testing.applyLag": strings.Join(parts, ",")}
-		}
+		k.ApplyLag[l.shard] = l.d
+		knobs[l.server] = k
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute) // a first build of the binary included
 	defer cancel()
 	e, err := corralproc.Start(ctx, corralproc.Options{Servers: numServers, Shards: numShards,
-		TickTime: 500 * time.Millisecond, ServerConfig: perServer})
+		TickTime: 500 * time.Millisecond, ServerKnobs: knobs})
 	if err != nil {
 		t.Fatalf("start %d corral processes: %v", numServers, err)
 	}
@@ -193,8 +188,14 @@ func startProcesses(t *testing.T, lags []lag) *procs {
 		if cfg.Placement != router.PlaceHash {
 			t.Fatalf("server %d: corral.placement is %v by default, want hash", i+1, cfg.Placement)
 		}
-		if got := cfg.ApplyLag(); !maps.Equal(got, want[i]) {
-			t.Fatalf("server %d: zoo.cfg gives the apply lags %v, the test asked for %v", i+1, got, want[i])
+		if k, ok := knobs[i]; ok {
+			logged, err := os.ReadFile(e.LogPath(i))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Contains(logged, []byte(`knobs="`+k.String()+`"`)) {
+				t.Fatalf("server %d: its log does not show the test knobs %s", i+1, k)
+			}
 		}
 		ls, err := e.ShardLeaders(ctx, i)
 		if err != nil {
@@ -211,7 +212,7 @@ func startProcesses(t *testing.T, lags []lag) *procs {
 		}
 	}
 	if len(lags) > 0 {
-		t.Logf("lagging replicas (zoo.cfg corral.testing.applyLag): %+v", lags)
+		t.Logf("lagging replicas (test knobs): %+v", lags)
 	}
 	return &procs{t: t, e: e}
 }
