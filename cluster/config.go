@@ -100,6 +100,11 @@ type Config struct {
 	Audit     bool
 	AuditFile string
 	auditSet  bool
+	// EnforceQuota is zookeeper.enforceQuota (enforceQuota in zoo.cfg, or
+	// -Dzookeeper.enforceQuota in SERVER_JVMFLAGS; quota.go): writes past a hard quota fail
+	// with QUOTAEXCEEDED. enforceQuotaSet: zoo.cfg gave it.
+	EnforceQuota    bool
+	enforceQuotaSet bool
 	// SASL holds the SASL and authentication-enforcement settings (zoo.cfg keys, with or
 	// without "zookeeper.", and -D flags in SERVER_JVMFLAGS; package sasl); SASLAuth is their
 	// loaded form, set by LoadConfig.
@@ -169,6 +174,7 @@ func LoadConfig(path string, log *slog.Logger) (Config, error) {
 		return Config{}, err
 	}
 	cfg.loadAudit(path, os.Getenv("SERVER_JVMFLAGS"))
+	cfg.loadEnforceQuota(os.Getenv("SERVER_JVMFLAGS"))
 	for _, k := range cfg.Unknown {
 		if log != nil {
 			log.Warn("unknown configuration key ignored", "key", k, "file", path)
@@ -326,6 +332,8 @@ func (c *Config) set(k, v string, minST, maxST *time.Duration) error {
 		c.SuperDigest = v
 	case k == "audit.enable" || k == "zookeeper.audit.enable":
 		c.Audit, c.auditSet = strings.EqualFold(v, "true"), true // Boolean.getBoolean
+	case k == "enforceQuota" || k == "zookeeper.enforceQuota":
+		c.EnforceQuota, c.enforceQuotaSet = strings.EqualFold(v, "true"), true // Boolean.parseBoolean
 	case k == "corral.audit.file":
 		c.AuditFile = v
 	case k == "znode.container.checkIntervalMs":
