@@ -1,11 +1,14 @@
 package quota
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -32,6 +35,24 @@ func namesOnBothShards(prefix string) []string {
 		}
 	}
 	return out
+}
+
+// lockedBuffer collects the servers' log lines.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
 
 // setQuota does what zkCli's setquota does for a new quota on path.
@@ -87,7 +108,9 @@ func TestQuotasAcrossShards(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	const servers = 3
-	cl := testcluster.Start(t, testcluster.Options{Servers: servers, Shards: 2, Extra: []string{"enforceQuota=true"}})
+	logs := &lockedBuffer{}
+	cl := testcluster.Start(t, testcluster.Options{Servers: servers, Shards: 2, Extra: []string{"enforceQuota=true"},
+		Log: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelWarn}))})
 	waitLevel(t, cl, servers)
 	c := zktest.Connect(t, ctx, cl.Addrs()[0])
 	names := namesOnBothShards(fmt.Sprintf("q%d-", time.Now().UnixNano()%1000))
@@ -138,6 +161,14 @@ func TestQuotasAcrossShards(t *testing.T) {
 				t.Fatalf("server %d, %s: stats %q, %v; want count=4,bytes=7", i+1, name, got, err)
 			}
 		}
+	}
+	// A soft limit only logs.
+	soft := "/" + names[1] + "-soft"
+	mustCreate(t, c, soft, "")
+	setQuota(t, c, soft, "count=1,bytes=-1")
+	mustCreate(t, c, soft+"/a", "")
+	if want := "Quota exceeded: " + soft + " [current count=2, softCountLimit=1]"; !strings.Contains(logs.String(), want) {
+		t.Fatalf("no log line %q", want)
 	}
 	// A quota'd subtree does not move.
 	_, err = cl.Server(0).Router().Move(ctx, "/"+names[0], dataShards[1])
