@@ -44,15 +44,25 @@ func (r *Router) QuotaMode() shard.QuotaMode {
 	return shard.QuotaOff
 }
 
-// quotaRoute returns the path Route looks up for path: its QuotaTarget when quotas are on.
+// quotaRoute returns the path Route looks up for path: its QuotaTarget when quotas are on,
+// unless the root shard holds /zookeeper/quota/<top> as a node of its own (not a stub) for a
+// <top> that lives elsewhere: a node written before the ensemble reached format.LevelQuota,
+// which stays where it is, readable and deletable (delquota), and counts nothing.
 func (r *Router) quotaRoute(path string) string {
 	if len(path) <= len(shard.QuotaRoot) || path[1] != 'z' {
 		return path // the common case, without a call
 	}
-	if t, ok := QuotaTarget(path); ok && r.QuotaMode() != shard.QuotaOff {
-		return t
+	t, ok := QuotaTarget(path)
+	if !ok || r.QuotaMode() == shard.QuotaOff {
+		return path
 	}
-	return path
+	top, _, _ := strings.Cut(t[1:], "/")
+	if v := r.Root().View(); v != nil {
+		if _, legacy := v.Get(shard.QuotaRoot + "/" + top); legacy {
+			return path
+		}
+	}
+	return t
 }
 
 // quotaBlocksMove says why the subtree at path cannot move from src ("" when it can): a move

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/corral/corral/shard"
+	"github.com/corral/corral/wire"
 )
 
 // TestQuotaPlacement: with quotas on, /zookeeper/quota/<p>/... lives where <p> lives (mount
@@ -48,4 +49,32 @@ func TestQuotaPlacement(t *testing.T) {
 	if got, want := r.MountPoint("/zookeeper/quota/kafka/brokers", false), r.Lookup("/kafka").ID != 5; got != want {
 		t.Errorf("MountPoint(/zookeeper/quota/kafka/brokers) = %v, want %v", got, want)
 	}
+
+	// A node the root shard holds at /zookeeper/quota/<top> (written before the level) keeps
+	// <top>'s quota paths on the root shard; a stub there does not.
+	name := "kafka"
+	for _, n := range []string{"a", "b", "c", "d", "e", "f"} {
+		if TopLevelShard(n, ids) != root {
+			name = n
+		}
+	}
+	st := shard.NewState(shard.StateConfig{Tag: 1, OwnsRoot: true})
+	b := &shard.Batch{Proposer: 1, Seq: 1, Time: 1, Ops: []shard.Op{{Code: wire.OpCreate,
+		Body: encodeCreate("/zookeeper/quota/" + name)}}}
+	if res, _ := st.Apply(b); res.Results[0].Err != wire.ErrOK {
+		t.Fatal(res.Results[0].Err)
+	}
+	if got := r.Lookup("/zookeeper/quota/" + name + "/zookeeper_limits").ID; got == root {
+		t.Fatalf("without a root view the quota path of /%s is on the root shard", name)
+	}
+	r.Root().publish(st.View(root), nil)
+	if got := r.Lookup("/zookeeper/quota/" + name + "/zookeeper_limits").ID; got != root {
+		t.Errorf("a legacy quota node of /%s: Lookup = %d, want the root shard", name, got)
+	}
+}
+
+func encodeCreate(path string) []byte {
+	e := wire.NewEncoder(nil)
+	(&wire.CreateRequest{Path: path, ACL: wire.OpenACLUnsafe}).Encode(e)
+	return e.Bytes()
 }

@@ -3,6 +3,8 @@ package quota
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"strings"
 	"testing"
@@ -10,6 +12,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/corral/corral/format"
 	"github.com/corral/corral/internal/apachezk"
 	"github.com/corral/corral/internal/bothtest"
 	"github.com/corral/corral/internal/corralproc"
@@ -99,6 +102,7 @@ func TestQuotaCommandsMatchApacheZooKeeper(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	zkEns, corral := startBoth(t, ctx)
+	waitLevelProc(t, ctx, corral)
 	names := namesOnBothShards(fmt.Sprintf("quota-%d-%d-", os.Getpid(), time.Now().UnixNano()%100000))
 	bases := []string{"/" + names[0], "/" + names[1]}
 
@@ -118,6 +122,30 @@ func TestQuotaCommandsMatchApacheZooKeeper(t *testing.T) {
 		t.Fatalf("stats differ (- zookeeper, + corral):\n%s", difftext.Unified(t, "zookeeper", wantStats, "corral", gotStats))
 	}
 	t.Logf("stats:\n%s", gotStats)
+}
+
+// waitLevelProc waits until every server of e applied format.LevelQuota (GET /members): until
+// then writes count nothing and /zookeeper/quota stays on the root shard.
+func waitLevelProc(t *testing.T, ctx context.Context, e *corralproc.Ensemble) {
+	t.Helper()
+	want := fmt.Sprintf("format level=%d ", format.LevelQuota)
+	for i := 0; i < e.Size(); i++ {
+		for {
+			var body []byte
+			resp, err := http.Get("http://" + e.AdminAddr(i) + "/members")
+			if err == nil {
+				body, err = io.ReadAll(resp.Body)
+				resp.Body.Close()
+			}
+			if err == nil && strings.Contains(string(body), want) {
+				break
+			}
+			if ctx.Err() != nil {
+				t.Fatalf("server %d did not reach %v: %q, %v", i+1, format.LevelQuota, body, err)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
 }
 
 // statsSteps makes a quota on base with go-zookeeper as zkCli does, writes below it (creates,
