@@ -277,3 +277,48 @@ func TestQuotaPrepareCodec(t *testing.T) {
 		}
 	}
 }
+
+// TestQuotaPreparedLocks: a transaction prepared with quotas on holds back a counted write
+// below a quota'd prefix of its paths (it would change the stats the prepare was checked
+// against) and a write of that prefix's limits, but not a write below a prefix without a quota,
+// nor a batch that counts nothing; after the commit the stats hold both.
+func TestQuotaPreparedLocks(t *testing.T) {
+	qs := newQuotaState(t)
+	qs.must(QuotaEnforce, opCreate("/app", nil, 0), opCreate("/free", nil, 0))
+	qs.setQuota(QuotaEnforce, "/app", "count=-1,bytes=-1=;byteHardLimit=-1;countHardLimit=3")
+	p := TxnPrepare{ID: 5, Anchor: 1, Deadline: 9_999, Quota: QuotaEnforce,
+		Multi: multiOf(mCreate("/app/t", []byte("v"), 0)), Roles: []TxnRole{RoleNode}}
+	rep, _, _ := txnReply(t, qs.s, ctl(1, 1_700_000_000_100, prepareOp(p)))
+	if rep.Outcome != TxnPrepared {
+		t.Fatalf("prepare: %+v", rep)
+	}
+	apply := func(seq uint64, q QuotaMode, op Op) BatchStatus {
+		b := batch(8, seq, 1_700_000_000_100, op)
+		b.Quota = q
+		res, _ := qs.s.Apply(b)
+		return res.Status
+	}
+	if st := apply(1, QuotaEnforce, opCreate("/app/other", nil, 0)); st != BatchBlocked {
+		t.Fatalf("a counted create below the quota while prepared: %v", st)
+	}
+	if st := apply(1, QuotaEnforce, opSet(QuotaRoot+"/app/"+QuotaLimitNode, []byte("count=1"), -1)); st != BatchBlocked {
+		t.Fatalf("a write of the limits while prepared: %v", st)
+	}
+	if st := apply(1, QuotaEnforce, opCreate("/free/x", nil, 0)); st != BatchApplied {
+		t.Fatalf("a create without a quota while prepared: %v", st)
+	}
+	if rep, _, _ := txnReply(t, qs.s, ctl(2, 1_700_000_000_101, commitOp(5, rep.Floor<<8|1, 1_700_000_000_200))); rep.Outcome != TxnCommitted {
+		t.Fatalf("commit: %+v", rep)
+	}
+	if st := apply(2, QuotaEnforce, opCreate("/app/other", nil, 0)); st != BatchApplied {
+		t.Fatalf("after the commit: %v", st)
+	}
+	if got := qs.data(QuotaRoot + "/app/" + QuotaStatNode); got != "count=3,bytes=1" {
+		t.Fatalf("stats %q", got)
+	}
+	// Now at the hard limit: a prepare past it fails.
+	p.ID, p.Multi = 6, multiOf(mCreate("/app/u", nil, 0))
+	if rep, _, _ := txnReply(t, qs.s, ctl(3, 1_700_000_000_300, prepareOp(p))); rep.Outcome != TxnFailed || rep.FailErr != wire.ErrQuotaExceeded {
+		t.Fatalf("prepare past the hard limit: %+v", rep)
+	}
+}
