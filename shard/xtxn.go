@@ -135,9 +135,11 @@ type TxnReply struct {
 
 // Encodings of the transaction records (all integers varint-encoded, as the batch codec):
 //
-//	TxnPrepare: u8 version (1, 2 with a move, 3 for a group) | uvarint ID | uvarint Anchor | varint Deadline
+//	TxnPrepare: u8 version (1, 2 with a move, 3 for a group, 4 and 5 as 1 and 3 with quotas)
+//	            | uvarint ID | uvarint Anchor | varint Deadline
 //	            | u8 Internal | bytes Multi (wire-encoded MultiRequest) | uvarint len(Roles)
-//	            | u8 role... | (version 2) MoveSpec | (version 3) uvarint len(Parts) | uvarint id...
+//	            | u8 role... | (version 2) MoveSpec | (versions 3, 5) uvarint len(Parts) | uvarint id...
+//	            | (versions 4, 5) u8 Quota
 //	TxnCommit:  u8 version | uvarint ID | varint Zxid | varint Time
 //	TxnAbort, TxnResolve: u8 version (TxnResolve: 2 for a probe) | uvarint ID
 //	TxnReply:   u8 version | u8 Outcome | varint Floor | varint FailIndex | varint FailErr
