@@ -1,14 +1,12 @@
 package quota
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -35,24 +33,6 @@ func namesOnBothShards(prefix string) []string {
 		}
 	}
 	return out
-}
-
-// lockedBuffer collects the servers' log lines.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 // setQuota does what zkCli's setquota does for a new quota on path.
@@ -108,9 +88,9 @@ func TestQuotasAcrossShards(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	const servers = 3
-	logs := &lockedBuffer{}
+	logs := &testcluster.LogBuffer{}
 	cl := testcluster.Start(t, testcluster.Options{Servers: servers, Shards: 2, Extra: []string{"enforceQuota=true"},
-		Log: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelWarn}))})
+		Log: logs.Logger(slog.LevelWarn)})
 	waitLevel(t, cl, servers)
 	c := zktest.Connect(t, ctx, cl.Addrs()[0])
 	names := namesOnBothShards(fmt.Sprintf("q%d-", time.Now().UnixNano()%1000))
