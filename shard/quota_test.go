@@ -322,3 +322,21 @@ func TestQuotaPreparedLocks(t *testing.T) {
 		t.Fatalf("prepare past the hard limit: %+v", rep)
 	}
 }
+
+// FuzzQuotaTrack: the StatsTrack parser, which apply runs on data any client can write into a
+// limits or stats node, never panics, and what it writes back parses to the same values.
+func FuzzQuotaTrack(f *testing.F) {
+	for _, s := range []string{"count=1,bytes=2", "count=-1,bytes=-1=;byteHardLimit=5;countHardLimit=3", ",;=", "a==5", "count=99999999999999999999"} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		tr, ok := parseQuotaTrack(data)
+		if !ok {
+			return
+		}
+		again, ok := parseQuotaTrack(tr.bytes())
+		if !ok || again.get("count") != tr.get("count") || again.get("bytes") != tr.get("bytes") {
+			t.Fatalf("%q -> %q -> %v, %v", data, tr.bytes(), again, ok)
+		}
+	})
+}
