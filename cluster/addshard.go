@@ -75,8 +75,8 @@ func (s *Server) shardHooks() router.ShardHooks {
 // makeProposers creates a data shard's proposer and control proposer. Both exist before the
 // shard's replica starts: the leader listener may call them.
 func (s *Server) makeProposers(sh *router.Shard) {
-	sh.Proposer = router.NewProposer(sh.ID, s.proposeFunc(sh.ID), router.ProposerOptions{Log: s.log, Metrics: s.added.metrics})
-	sh.Control = router.NewProposer(sh.ID, s.proposeFunc(sh.ID), router.ProposerOptions{Log: s.log, Metrics: s.added.metrics, Control: true})
+	sh.Proposer = router.NewProposer(sh.ID, s.proposeFunc(sh.ID), router.ProposerOptions{Log: s.log, Metrics: s.added.metrics, Quota: s.quotaMode})
+	sh.Control = router.NewProposer(sh.ID, s.proposeFunc(sh.ID), router.ProposerOptions{Log: s.log, Metrics: s.added.metrics, Control: true, Quota: s.quotaMode})
 }
 
 // startDataShard starts this server's replica of a data shard.

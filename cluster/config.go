@@ -101,6 +101,11 @@ type Config struct {
 	Audit     bool
 	AuditFile string
 	auditSet  bool
+	// EnforceQuota is zookeeper.enforceQuota (enforceQuota in zoo.cfg, or
+	// -Dzookeeper.enforceQuota in SERVER_JVMFLAGS; quota.go): writes past a hard quota fail
+	// with QUOTAEXCEEDED. enforceQuotaSet: zoo.cfg gave it.
+	EnforceQuota    bool
+	enforceQuotaSet bool
 	// SASL holds the SASL and authentication-enforcement settings (zoo.cfg keys, with or
 	// without "zookeeper.", and -D flags in SERVER_JVMFLAGS; package sasl); SASLAuth is their
 	// loaded form, set by LoadConfig.
@@ -179,6 +184,7 @@ func LoadConfig(path string, log *slog.Logger) (Config, error) {
 	if err := cfg.loadTestingKnobs(log); err != nil {
 		return Config{}, fmt.Errorf("cluster: %w", err)
 	}
+	cfg.loadEnforceQuota(os.Getenv("SERVER_JVMFLAGS"))
 	for _, k := range cfg.Unknown {
 		if log == nil {
 			continue
@@ -341,6 +347,8 @@ func (c *Config) set(k, v string, minST, maxST *time.Duration) error {
 		c.SuperDigest = v
 	case k == "audit.enable" || k == "zookeeper.audit.enable":
 		c.Audit, c.auditSet = strings.EqualFold(v, "true"), true // Boolean.getBoolean
+	case k == "enforceQuota" || k == "zookeeper.enforceQuota":
+		c.EnforceQuota, c.enforceQuotaSet = strings.EqualFold(v, "true"), true // Boolean.parseBoolean
 	case k == "corral.audit.file":
 		c.AuditFile = v
 	case k == "znode.container.checkIntervalMs":

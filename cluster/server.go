@@ -170,6 +170,7 @@ func (s *Server) startRaft() error {
 	}
 	s.router = router.New(ids, tags, cfg.Placement, s.hub.Trigger)
 	s.router.SetShardHooks(s.shardHooks())
+	s.router.SetQuotaMode(s.quotaMode)
 	if len(cfg.Mounts) > 0 {
 		mounts := []router.Mount{{Path: "/", ShardID: ids[0]}}
 		for _, m := range cfg.Mounts {

@@ -22,6 +22,12 @@ const (
 	// (version 3) whose ops succeed or fail one by one, a session's pipelined writes across
 	// shards committed together.
 	Level4 Level = 4
+	// LevelQuota adds ZooKeeper's quota accounting (docs/design.md "Quotas"): data shard
+	// batches and cross-shard prepares that say how their writes treat /zookeeper/quota (batch
+	// flags QuotaCount and QuotaEnforce, TxnPrepare versions 4 and 5), and the placement of
+	// /zookeeper/quota/<path> on the shard that serves <path>. Below it no replica counts, so
+	// replicas of different binaries never disagree about a zookeeper_stats node.
+	LevelQuota Level = 5
 )
 
 func (l Level) String() string { return fmt.Sprintf("level %d", uint32(l)) }

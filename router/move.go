@@ -67,6 +67,9 @@ func (r *Router) Move(ctx context.Context, path string, to uint64) (MoveResult, 
 				return MoveResult{}, fmt.Errorf("%w: %s holds the mount %s (on shard %d): move that first", ErrMoveRefused, path, m.Path, m.ShardID)
 			}
 		}
+		if why := quotaBlocksMove(path, src); why != "" {
+			return MoveResult{}, fmt.Errorf("%w: %s: %s", ErrMoveRefused, path, why)
+		}
 		res, retry, err := r.tryMove(ctx, path, src, dst)
 		if err != nil || !retry {
 			return res, err

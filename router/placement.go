@@ -86,8 +86,8 @@ func hasSequentialSuffix(name string) bool {
 // level ("/lock-" + ten digits) is decided by the root shard, which owns the parent's
 // sequence counter, and its final name maps back to the root shard (Lookup).
 func (r *Router) CreateShard(path string, sequential bool) *Shard {
-	if r.placement == PlaceHash && sequential && IsTopLevel(path) {
-		return r.Root()
+	if r.placement == PlaceHash && sequential && IsTopLevel(r.quotaRoute(path)) {
+		return r.Root() // "/x-" or, with quotas on, "/zookeeper/quota/x-" (its name maps to "/x-…")
 	}
 	return r.Lookup(path)
 }

@@ -60,6 +60,8 @@ type ProposerOptions struct {
 	// Control marks every batch as a control batch (cross-shard transaction steps), which a
 	// shard applies even while a prepared transaction blocks it.
 	Control bool
+	// Quota, if set, gives each batch's Quota (shard.Batch.Quota) when the batch is cut.
+	Quota func() shard.QuotaMode
 }
 
 func (o *ProposerOptions) fill() {
@@ -331,6 +333,9 @@ func (p *Proposer) next() *inflight {
 	p.mu.bytes -= size
 	p.mu.seq++
 	b := shard.Batch{Proposer: p.mu.id, Seq: p.mu.seq, Time: now.UnixMilli(), Control: p.opts.Control, SessionFence: true, Ops: make([]shard.Op, n)}
+	if p.opts.Quota != nil {
+		b.Quota = p.opts.Quota()
+	}
 	for i, r := range reqs {
 		b.Ops[i] = r.Op
 	}

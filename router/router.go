@@ -95,7 +95,8 @@ type Router struct {
 	txn       txnOptions
 	trigger   Trigger
 	hooks     ShardHooks
-	addedSeen int // records of the root shard's list learned; its apply goroutine owns it
+	addedSeen int                                    // records of the root shard's list learned; its apply goroutine owns it
+	quotaMode atomic.Pointer[func() shard.QuotaMode] // quota.go
 }
 
 // New returns a router over the given data shards (the first is the root shard, which holds
@@ -191,7 +192,8 @@ func (r *Router) Mounts() []Mount { return append([]Mount(nil), *r.mounts.Load()
 // prefix of path (at a component boundary), else, under PlaceHash, the root shard for "/",
 // for "/zookeeper" and for top-level names that end in ten digits (what a sequential create at
 // the top level produces, so such creates stay on one shard), and TopLevelShard of the path's
-// top-level name for everything else; under PlaceSingle, the root shard.
+// top-level name for everything else; under PlaceSingle, the root shard. With quotas on
+// (SetQuotaMode), /zookeeper/quota/<p>/... is looked up as /<p>/... (QuotaTarget).
 func (r *Router) Lookup(path string) *Shard {
 	sh, _ := r.Route(path)
 	return sh
@@ -200,6 +202,7 @@ func (r *Router) Lookup(path string) *Shard {
 // Route is Lookup that also returns the zxid of the move that put the path's subtree on the
 // shard (0 when none did): a read must not use a view of the shard below it.
 func (r *Router) Route(path string) (*Shard, int64) {
+	path = r.quotaRoute(path) // /zookeeper/quota/<p> lives with <p> (quota.go)
 	// The set is loaded after the mount table: a mount names only shards already in the set.
 	mounts := *r.mounts.Load()
 	set := r.set.Load()

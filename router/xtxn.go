@@ -262,9 +262,10 @@ func (r *Router) tryTxn(ctx context.Context, req *TxnRequest, parts []uint64, ro
 	txnID := rand.Uint64() | 1
 	anchor := parts[0]
 	deadline := time.Now().Add(TxnDeadline).UnixMilli()
+	quota := r.QuotaMode()
 	prep, err := r.broadcast(ctx, parts, func(id uint64) shard.Op {
 		p := shard.TxnPrepare{ID: txnID, Anchor: anchor, Deadline: deadline, Internal: req.Internal,
-			Multi: req.Multi, Roles: roles[id], Group: req.Group}
+			Multi: req.Multi, Roles: roles[id], Group: req.Group, Quota: quota}
 		if req.Group {
 			p.Parts = parts
 		}

@@ -35,6 +35,7 @@ func (s *State) Apply(b *Batch) (BatchResult, []Event) {
 	var events []Event
 	switch status {
 	case BatchApplied:
+		s.batchQuota = b.Quota
 		results := make([]OpResult, len(b.Ops))
 		for i := range b.Ops {
 			op := &b.Ops[i]
@@ -91,6 +92,7 @@ func opTime(time, zxid int64) int64 { return max(time, ZxidCounter(zxid)>>timeSh
 func (s *State) applyOp(op *Op, zxid, time int64, events *[]Event) OpResult {
 	t := &s.tx
 	t.begin(zxid, time)
+	t.quota = s.batchQuota
 	res := OpResult{Zxid: zxid}
 	d := wire.NewDecoder(op.Body)
 	var body wire.Record

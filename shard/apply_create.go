@@ -112,10 +112,15 @@ func (t *txn) createAs(role TxnRole, code wire.OpCode, a *createArgs, session in
 		if t.get(key) != nil {
 			return "", wire.Stat{}, wire.ErrNodeExists
 		}
+		if err := t.quotaCheck(a.path, 1, int64(len(a.data))); err != wire.ErrOK {
+			return "", wire.Stat{}, err
+		}
 		n := t.newNode(key, owner, a.data, acls)
 		t.put(n)
 		t.event(wire.EventNodeCreated, a.path, n.acl)
-		return a.path, n.stat(), wire.ErrOK
+		st := n.stat()
+		t.quotaCreated(a.path, n)
+		return a.path, st, wire.ErrOK
 	}
 	pkey, ok := parentKey(parentPath)
 	var parent *node
@@ -142,6 +147,11 @@ func (t *txn) createAs(role TxnRole, code wire.OpCode, a *createArgs, session in
 	if kindOf(parent.owner) == kindEphemeral {
 		return "", wire.Stat{}, wire.ErrNoChildrenForEphemerals
 	}
+	if role != RoleParent {
+		if err := t.quotaCheck(path, 1, int64(len(a.data))); err != wire.ErrOK {
+			return "", wire.Stat{}, err
+		}
+	}
 	p := parent.clone()
 	p.cversion++
 	p.numChildren++
@@ -161,7 +171,9 @@ func (t *txn) createAs(role TxnRole, code wire.OpCode, a *createArgs, session in
 	t.put(n)
 	t.event(wire.EventNodeCreated, path, n.acl)
 	t.event(wire.EventNodeChildrenChanged, displayParent(parentPath), p.acl)
-	return path, n.stat(), wire.ErrOK
+	st := n.stat()
+	t.quotaCreated(path, n)
+	return path, st, wire.ErrOK
 }
 
 // newNode returns a fresh node created by the txn.

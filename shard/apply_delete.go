@@ -88,6 +88,7 @@ func (t *txn) deleteAs(role TxnRole, path string, version int32, auth []wire.ID)
 	if role == RoleNode {
 		t.del(key)
 		t.event(wire.EventNodeDeleted, path, n.acl)
+		t.quotaCount(path, -1, -int64(len(n.data)))
 		return wire.ErrOK
 	}
 	t.removeNode(key, path, n, parentPath)

@@ -20,6 +20,10 @@ func (t *txn) setData(path string, data []byte, version int32, auth []wire.ID) (
 	if !t.permitted(n, wire.PermWrite, auth) {
 		return wire.Stat{}, wire.ErrNoAuth
 	}
+	dBytes := int64(len(data) - len(n.data))
+	if err := t.quotaCheck(path, 0, dBytes); err != wire.ErrOK {
+		return wire.Stat{}, err
+	}
 	if !versionMatches(n.version, version) {
 		return wire.Stat{}, wire.ErrBadVersion
 	}
@@ -30,6 +34,7 @@ func (t *txn) setData(path string, data []byte, version int32, auth []wire.ID) (
 	c.data = bytes.Clone(data)
 	t.put(c)
 	t.event(wire.EventNodeDataChanged, path, c.acl)
+	t.quotaCount(path, 0, dBytes)
 	return c.stat(), wire.ErrOK
 }
 

@@ -10,7 +10,8 @@ import (
 // Batch encoding (the Raft entry's Cmd), all integers varint-encoded:
 //
 //	u8 version (3) | uvarint Proposer | uvarint Seq | varint Time
-//	    | u8 flags (bit 0: Control, bit 1: SessionFence, bit 2: Epochs)
+//	    | u8 flags (bit 0: Control, bit 1: SessionFence, bit 2: Epochs, bit 3: QuotaCount,
+//	      bit 4: QuotaEnforce)
 //	    | uvarint len(Ops) | Op...
 //	Op: varint Session | varint Code | varint MinZxid | varint ViewZxid
 //	    | [uvarint Epoch, with flag Epochs] | uvarint len(Auth)
@@ -27,7 +28,8 @@ import (
 // an upgrade; an older server cannot read version 3 (upgrade every server together).
 //
 // The flag Epochs is set when some op carries an Epoch; only servers at format level 2 put
-// epochs in ops (format.Level2), so a server that cannot read the flag never sees it.
+// epochs in ops (format.Level2), so a server that cannot read the flag never sees it. The quota
+// flags (Batch.Quota) likewise come only from servers at format.LevelQuota.
 const batchVersion = 3
 
 // resultVersion is the BatchResult layout's version (results are cached in the shard state).
@@ -37,6 +39,8 @@ const (
 	batchFlagControl      = 1
 	batchFlagSessionFence = 2
 	batchFlagEpochs       = 4
+	batchFlagQuotaCount   = 8  // Batch.Quota is QuotaCount or QuotaEnforce
+	batchFlagQuotaEnforce = 16 // Batch.Quota is QuotaEnforce
 )
 
 // AppendTo appends the encoding of the batch to dst.
@@ -62,6 +66,7 @@ func (b *Batch) AppendTo(dst []byte) []byte {
 	if epochs {
 		flags |= batchFlagEpochs
 	}
+	flags |= b.Quota.batchFlags()
 	dst = append(dst, flags)
 	dst = binary.AppendUvarint(dst, uint64(len(b.Ops)))
 	for i := range b.Ops {
@@ -98,8 +103,12 @@ func DecodeBatch(data []byte) (Batch, error) {
 	epochs := false
 	if v >= 2 {
 		flags := r.byte()
-		if flags&^(batchFlagControl|batchFlagSessionFence|batchFlagEpochs) != 0 {
+		if flags&^(batchFlagControl|batchFlagSessionFence|batchFlagEpochs|batchFlagQuotaCount|batchFlagQuotaEnforce) != 0 {
 			r.fail("flags")
+		}
+		var ok bool
+		if b.Quota, ok = quotaFromFlags(flags); !ok {
+			r.fail("quota flags")
 		}
 		b.Control = flags&batchFlagControl != 0
 		b.SessionFence = flags&batchFlagSessionFence != 0

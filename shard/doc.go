@@ -179,7 +179,11 @@
 //     and then fails in apply).
 //   - OpDeleteContainer refuses persistent nodes and re-checks a TTL node's expiry against the
 //     batch time (3.8 deletes any non-ephemeral empty node it is handed).
-//   - Quota accounting under /zookeeper/quota (zookeeper_stats updates) is not implemented.
+//   - Quotas (quota.go): the stats of a quota count only the nodes this shard holds (the router
+//     places /zookeeper/quota/<p> with <p>, so that is all of them unless a subtree below <p> is
+//     mounted elsewhere); a multi's ops are checked against the limits one after the other,
+//     each seeing the earlier ones (3.8 checks them all against the state before the multi);
+//     "Quota exceeded" is logged by every replica.
 //   - Child lists come back in byte order (ZooKeeper's order is unspecified).
 //
 // # In-memory layout

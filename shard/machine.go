@@ -74,6 +74,8 @@ type Machine struct {
 
 	view   atomic.Pointer[View]
 	closed atomic.Bool
+
+	quotaLog quotaLogLimit // quota messages of apply (quota.go); apply goroutine only
 }
 
 var _ sm.IOnDiskStateMachine = (*Machine)(nil)
@@ -185,6 +187,9 @@ func (m *Machine) Update(ents []sm.Entry) ([]sm.Entry, error) {
 			return nil, fmt.Errorf("shard %d entry %d: %w", m.cfg.ShardID, e.Index, err)
 		}
 		res, evs := m.state.Apply(&b)
+		if msgs := m.state.TakeQuotaMessages(); len(msgs) > 0 {
+			m.quotaLog.log(m.log, msgs)
+		}
 		ops += len(b.Ops)
 		e.Result = sm.Result{Value: uint64(res.Status), Data: res.AppendTo(nil)}
 		events = append(events, evs...)

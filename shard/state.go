@@ -39,6 +39,11 @@ type State struct {
 	routes     *routes      // subtrees moved in or out (nil: none)
 	added      []AddedShard // root shard: data shards added online (addshard.go); copy on write
 
+	// batchQuota is the quota mode of the batch being applied (Batch.Quota); quotaMsgs the
+	// quota messages of the applies since the Machine last took them (quota.go).
+	batchQuota QuotaMode
+	quotaMsgs  []string
+
 	// scratch reused by Apply
 	tx  txn
 	enc wire.Encoder

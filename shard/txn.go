@@ -14,6 +14,7 @@ type txn struct {
 	zxid    int64
 	time    int64
 	noACL   bool             // an internal transaction: permission checks pass (Fixup still runs)
+	quota   QuotaMode        // how the writes treat quotas (quota.go)
 	changes map[string]*node // nil: deleted
 	order   []string
 	events  []Event
@@ -28,6 +29,7 @@ func (t *txn) begin(zxid, time int64) {
 	t.events = t.events[:0]
 	t.zxid, t.time = zxid, time
 	t.noACL = false
+	t.quota = QuotaOff
 }
 
 func (t *txn) get(key string) *node {
@@ -113,6 +115,7 @@ func (t *txn) removeNode(key, path string, n *node, parentPath string) {
 		t.del(key)
 		if !n.stub {
 			t.event(wire.EventNodeDeleted, path, n.acl)
+			t.quotaCount(path, -1, -int64(len(n.data)))
 		}
 		t.event(wire.EventNodeChildrenChanged, displayParent(parentPath), p.acl)
 		return
@@ -121,4 +124,5 @@ func (t *txn) removeNode(key, path string, n *node, parentPath string) {
 	// record to update.
 	t.del(key)
 	t.event(wire.EventNodeDeleted, path, n.acl)
+	t.quotaCount(path, -1, -int64(len(n.data)))
 }

@@ -51,7 +51,13 @@ type Batch struct {
 	// did then, ephemeral creates alone being refused, so replaying an old log stays
 	// deterministic. An older server refuses a batch with the flag (unknown flags are an error).
 	SessionFence bool
-	Ops          []Op
+	// Quota says how the batch's writes treat quotas (quota.go): QuotaOff (no accounting, what
+	// every batch from before format.LevelQuota does), QuotaCount (zookeeper_stats nodes follow
+	// every change below a quota'd path) or QuotaEnforce (also ZooKeeper's
+	// zookeeper.enforceQuota: a write beyond a hard limit fails with QUOTAEXCEEDED). The
+	// proposing server sets it; apply reads only the batch, so replicas agree.
+	Quota QuotaMode
+	Ops   []Op
 }
 
 // BatchStatus says what the shard did with a batch.

@@ -66,6 +66,10 @@ type TxnPrepare struct {
 	// for recovery to probe (TxnResolve.Probe).
 	Group bool
 	Parts []uint64
+	// Quota is how the transaction's ops treat quotas, as Batch.Quota for a batch
+	// (format.LevelQuota: prepare versions 4 and 5). The commit evaluates the ops with the
+	// prepare's mode, so prepare and commit agree.
+	Quota QuotaMode
 }
 
 // TxnCommit commits a prepared transaction under zxid Zxid; Time is the txn's ctime/mtime
@@ -131,9 +135,11 @@ type TxnReply struct {
 
 // Encodings of the transaction records (all integers varint-encoded, as the batch codec):
 //
-//	TxnPrepare: u8 version (1, 2 with a move, 3 for a group) | uvarint ID | uvarint Anchor | varint Deadline
+//	TxnPrepare: u8 version (1, 2 with a move, 3 for a group, 4 and 5 as 1 and 3 with quotas)
+//	            | uvarint ID | uvarint Anchor | varint Deadline
 //	            | u8 Internal | bytes Multi (wire-encoded MultiRequest) | uvarint len(Roles)
-//	            | u8 role... | (version 2) MoveSpec | (version 3) uvarint len(Parts) | uvarint id...
+//	            | u8 role... | (version 2) MoveSpec | (versions 3, 5) uvarint len(Parts) | uvarint id...
+//	            | (versions 4, 5) u8 Quota
 //	TxnCommit:  u8 version | uvarint ID | varint Zxid | varint Time
 //	TxnAbort, TxnResolve: u8 version (TxnResolve: 2 for a probe) | uvarint ID
 //	TxnReply:   u8 version | u8 Outcome | varint Floor | varint FailIndex | varint FailErr
@@ -146,15 +152,24 @@ const (
 	txnCodecVersion   = 1
 	txnPrepareMoveV2  = 2 // a TxnPrepare carrying a MoveSpec
 	txnPrepareGroupV3 = 3 // a TxnPrepare with Group set (format.Level4)
+	// Versions 4 and 5 are versions 1 and 3 followed by a Quota byte (format.LevelQuota). A
+	// move carries no quota mode (a move never counts).
+	txnPrepareQuotaV4      = 4
+	txnPrepareGroupQuotaV5 = 5
 )
 
 // AppendTo appends the encoding of p to dst.
 func (p *TxnPrepare) AppendTo(dst []byte) []byte {
+	quota := p.Quota != QuotaOff && p.Move == nil
 	switch {
 	case p.Move != nil:
 		dst = append(dst, txnPrepareMoveV2)
+	case p.Group && quota:
+		dst = append(dst, txnPrepareGroupQuotaV5)
 	case p.Group:
 		dst = append(dst, txnPrepareGroupV3)
+	case quota:
+		dst = append(dst, txnPrepareQuotaV4)
 	default:
 		dst = append(dst, txnCodecVersion)
 	}
@@ -178,6 +193,9 @@ func (p *TxnPrepare) AppendTo(dst []byte) []byte {
 			dst = binary.AppendUvarint(dst, id)
 		}
 	}
+	if quota {
+		dst = append(dst, byte(p.Quota))
+	}
 	return dst
 }
 
@@ -187,8 +205,12 @@ func DecodeTxnPrepare(b []byte) (TxnPrepare, error) {
 	r := reader{buf: b}
 	var p TxnPrepare
 	v := r.byte()
-	if v != txnCodecVersion && v != txnPrepareMoveV2 && v != txnPrepareGroupV3 && r.err == nil {
+	if (v < txnCodecVersion || v > txnPrepareGroupQuotaV5) && r.err == nil {
 		return TxnPrepare{}, fmt.Errorf("%w: prepare version %d", ErrMalformedTxn, v)
+	}
+	quota := v == txnPrepareQuotaV4 || v == txnPrepareGroupQuotaV5
+	if v == txnPrepareGroupQuotaV5 {
+		v = txnPrepareGroupV3
 	}
 	p.Group = v == txnPrepareGroupV3
 	p.ID = r.uvarint()
@@ -215,6 +237,12 @@ func DecodeTxnPrepare(b []byte) (TxnPrepare, error) {
 			for i := range p.Parts {
 				p.Parts[i] = r.uvarint()
 			}
+		}
+	}
+	if quota {
+		p.Quota = QuotaMode(r.byte())
+		if r.err == nil && (p.Quota == QuotaOff || p.Quota > QuotaEnforce) {
+			r.fail("quota mode")
 		}
 	}
 	if err := r.finish(); err != nil {

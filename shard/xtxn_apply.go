@@ -87,6 +87,9 @@ func (p *preparedTxn) lockSet() map[string]struct{} {
 	for i := range p.prep.Multi.Ops {
 		if p.prep.Roles[i] != RoleNone {
 			multiOpKeys(&p.prep.Multi.Ops[i], add)
+			if path, _, ok := multiOpTarget(&p.prep.Multi.Ops[i]); ok && p.prep.Quota != QuotaOff {
+				quotaLockKeys(path, add) // quota.go
+			}
 		}
 	}
 	return locks
@@ -230,6 +233,9 @@ func (s *State) blockedByPrepared(b *Batch) bool {
 		}
 		last = nextZxid(last, s.cfg.Tag, b.Time, op.MinZxid)
 		if ZxidCounter(last) >= p.floor || conflicts(op, p) {
+			return true
+		}
+		if b.Quota != QuotaOff && p.prep.Quota != QuotaOff && s.quotaConflict(op, p) {
 			return true
 		}
 	}
@@ -445,6 +451,7 @@ func (s *State) evalTxn(p *preparedTxn, zxid, time int64) ([]wire.MultiResult, i
 	t := &s.tx
 	t.begin(zxid, time)
 	t.noACL = p.prep.Internal
+	t.quota = p.prep.Quota
 	m := &p.prep.Multi
 	if !multiWritable(m) {
 		return nil, -1, wire.ErrMarshallingError

@@ -43,7 +43,7 @@ func TestSessionPipelinesAcrossShards(t *testing.T) {
 	for i, n := range names {
 		tagOf[n] = int64(i + 1) // placement's tags: data shard i has tag i+1
 	}
-	waitFormatLevel(t, c.(*inproc), format.Level4)
+	waitFormatLevel(t, c.(*inproc), format.Supported)
 	zc := connectZK(t, addrs[0])
 	for _, n := range names {
 		mustCreate(t, zc, "/"+n, "")
@@ -236,7 +236,7 @@ func waitFormatLevel(t *testing.T, c *inproc, level format.Level) {
 func TestStuckGroupRecovered(t *testing.T) {
 	ns := nonRoot()
 	c := startEnsemble(t, inProcess, lag{server: 0, shard: ns[0], d: 100 * time.Millisecond})
-	waitFormatLevel(t, c.(*inproc), format.Level4)
+	waitFormatLevel(t, c.(*inproc), format.Supported)
 	addrs := c.Addrs()
 	names := namesOn(t, c, "gr", ns[0], ns[1], ns[2])
 	admin := connectZK(t, addrs[1])
@@ -369,7 +369,7 @@ func TestStuckGroupRecovered(t *testing.T) {
 func TestGroupRecoveryDecidesLikeItsCoordinator(t *testing.T) {
 	ns := nonRoot()
 	c := startEnsemble(t, inProcess)
-	waitFormatLevel(t, c.(*inproc), format.Level4)
+	waitFormatLevel(t, c.(*inproc), format.Supported)
 	r := c.router(1)
 	names := namesOn(t, c, "rc", ns[0], ns[1], ns[2])
 	admin := connectZK(t, c.Addrs()[1])
@@ -493,7 +493,7 @@ func TestGroupRecoveryDecidesLikeItsCoordinator(t *testing.T) {
 func TestConcurrentGroupsAllProgress(t *testing.T) {
 	ns := nonRoot()
 	c := startEnsemble(t, inProcess)
-	waitFormatLevel(t, c.(*inproc), format.Level4)
+	waitFormatLevel(t, c.(*inproc), format.Supported)
 	addrs := c.Addrs()
 	names := namesOn(t, c, "cg", append(append(ns, rootShard), append(ns, rootShard)...)...)
 	admin := connectZK(t, addrs[1])

@@ -2,7 +2,6 @@ package zkcli_test
 
 import (
 	"context"
-	"sync"
 	"testing"
 	"time"
 
@@ -45,23 +44,11 @@ func TestTranscriptCorralMatchesApacheZooKeeper(t *testing.T) {
 	defer cancel()
 	zk, corral := startBoth(t, ctx)
 
-	var want, got string
-	var wantErr, gotErr error
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		want, wantErr = zkcli.Transcript(ctx, zk.Addr(0))
-	}()
 	began := time.Now()
-	got, gotErr = zkcli.Transcript(ctx, corral.Addr(1))
-	t.Logf("zkCli against Corral took %v", time.Since(began).Round(time.Millisecond))
-	wg.Wait()
-	if wantErr != nil {
-		t.Fatalf("against Apache ZooKeeper: %v", wantErr)
-	}
-	if gotErr != nil {
-		t.Fatalf("against Corral: %v", gotErr)
+	want, got, err := zkcli.Both(ctx, zk.Addr(0), corral.Addr(1), zkcli.Commands())
+	t.Logf("zkCli against both took %v", time.Since(began).Round(time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
 	}
 	if got != want {
 		t.Fatalf("Corral's transcript differs from Apache ZooKeeper's (- zookeeper, + corral):\n%s", difftext.Unified(t, "zookeeper", want, "corral", got))

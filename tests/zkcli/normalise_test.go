@@ -22,7 +22,7 @@ func TestSplitAndNormalise(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := newNormaliser("/zkcli-x")
+	n := newNormaliser([]string{"/zkcli-x"})
 	var got [][]string
 	for _, s := range sections {
 		got = append(got, n.lines(s))

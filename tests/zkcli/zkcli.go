@@ -104,16 +104,51 @@ var runSeq atomic.Int64
 // ("host:port") and returns the normalised transcript: each command as
 // "> line" followed by its normalised output lines.
 func Transcript(ctx context.Context, server string) (string, error) {
+	nonce := fmt.Sprintf("%d-%d-%d", os.Getpid(), time.Now().UnixNano(), runSeq.Add(1))
+	return TranscriptOf(ctx, server, Commands(), "/zkcli-"+nonce)
+}
+
+// Both runs cmds with zkCli against Apache ZooKeeper (zkAddr) and Corral
+// (corralAddr) concurrently and returns both transcripts. Without bases each
+// run gets a fresh base of its own.
+func Both(ctx context.Context, zkAddr, corralAddr string, cmds []Command, bases ...string) (want, got string, err error) {
+	run := func(addr string) (string, error) {
+		b := bases
+		if len(b) == 0 {
+			b = []string{fmt.Sprintf("/zkcli-%d-%d-%d", os.Getpid(), time.Now().UnixNano(), runSeq.Add(1))}
+		}
+		return TranscriptOf(ctx, addr, cmds, b...)
+	}
+	var wantErr error
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		want, wantErr = run(zkAddr)
+	}()
+	got, err = run(corralAddr)
+	<-done
+	if wantErr != nil {
+		return "", "", fmt.Errorf("against Apache ZooKeeper: %w", wantErr)
+	}
+	if err != nil {
+		return "", "", fmt.Errorf("against Corral: %w", err)
+	}
+	return want, got, nil
+}
+
+// TranscriptOf runs cmds in one zkCli session against server, with "{base}"
+// standing for bases[0], "{base2}" for bases[1] and so on (no base may be a
+// prefix of another), and returns the normalised transcript, each base
+// written as in the commands.
+func TranscriptOf(ctx context.Context, server string, cmds []Command, bases ...string) (string, error) {
 	if err := Available(); err != nil {
 		return "", err
 	}
 	nonce := fmt.Sprintf("%d-%d-%d", os.Getpid(), time.Now().UnixNano(), runSeq.Add(1))
-	base := "/zkcli-" + nonce
 	markPrefix := "/zkcli-mark-" + nonce + "-"
-	cmds := Commands()
 	var in strings.Builder
 	for i, c := range cmds {
-		in.WriteString(strings.ReplaceAll(c.Line, "{base}", base))
+		in.WriteString(expandBases(c.Line, bases))
 		in.WriteString("\n")
 		fmt.Fprintf(&in, "ls %s%d\n", markPrefix, i)
 	}
@@ -137,7 +172,7 @@ func Transcript(ctx context.Context, server string) (string, error) {
 		}
 		return "", fmt.Errorf("%w\nraw output:\n%s", err, out.String())
 	}
-	n := newNormaliser(base)
+	n := newNormaliser(bases)
 	var b strings.Builder
 	for i, c := range cmds {
 		fmt.Fprintf(&b, "> %s\n", c.Line)
@@ -212,15 +247,31 @@ var (
 	reList    = regexp.MustCompile(`^\[(.*)\]$`)
 )
 
+// baseName is how bases[i] is written in commands and transcripts.
+func baseName(i int) string {
+	if i == 0 {
+		return "{base}"
+	}
+	return fmt.Sprintf("{base%d}", i+1)
+}
+
+// expandBases writes the bases into a command line.
+func expandBases(line string, bases []string) string {
+	for i := len(bases) - 1; i >= 0; i-- {
+		line = strings.ReplaceAll(line, baseName(i), bases[i])
+	}
+	return line
+}
+
 // normaliser renames zxids and sessions consistently across one transcript.
 type normaliser struct {
-	base     string
+	bases    []string
 	zxids    map[string]string
 	sessions map[string]string
 }
 
-func newNormaliser(base string) *normaliser {
-	return &normaliser{base: base, zxids: map[string]string{}, sessions: map[string]string{}}
+func newNormaliser(bases []string) *normaliser {
+	return &normaliser{bases: bases, zxids: map[string]string{}, sessions: map[string]string{}}
 }
 
 func (n *normaliser) lines(in []string) []string {
@@ -232,7 +283,13 @@ func (n *normaliser) lines(in []string) []string {
 }
 
 func (n *normaliser) line(l string) string {
-	l = strings.ReplaceAll(l, n.base, "/base")
+	for i, base := range n.bases {
+		name := "/base"
+		if i > 0 {
+			name = fmt.Sprintf("/base%d", i+1)
+		}
+		l = strings.ReplaceAll(l, base, name)
+	}
 	if m := reZxid.FindStringSubmatch(l); m != nil {
 		return m[1] + " = " + rename(n.zxids, m[2], "zxid")
 	}
