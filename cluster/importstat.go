@@ -86,6 +86,9 @@ func (s *Server) serveImportStats(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), time.Minute)
 	defer cancel()
 	res := s.setStats(ctx, lines)
+	if err := s.raiseClocks(ctx, lines); err != nil {
+		res.Failed = append(res.Failed, StatFailed{Error: "moving the shards' clocks past the stats: " + err.Error()})
+	}
 	if len(res.Failed) > 0 {
 		s.log.Warn("import: some stats were not set", "applied", res.Applied, "failed", len(res.Failed),
 			"first", res.Failed[0].Path, "error", res.Failed[0].Error)

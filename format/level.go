@@ -22,6 +22,10 @@ const (
 	// (version 3) whose ops succeed or fail one by one, a session's pipelined writes across
 	// shards committed together.
 	Level4 Level = 4
+	// Level5 adds cuts (docs/design.md "Backup: one consistent cut"): a cross-shard
+	// transaction prepare (version 4) with no ops that blocks its whole shard while prepared
+	// and never commits, which a backup prepares on every data shard.
+	Level5 Level = 5
 )
 
 func (l Level) String() string { return fmt.Sprintf("level %d", uint32(l)) }

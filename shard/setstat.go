@@ -78,3 +78,10 @@ func (t *txn) setStat(st *SetStat) wire.Err {
 	t.put(c)
 	return wire.ErrOK
 }
+
+// ClockBody is the body of an OpSetStat that names no znode. It changes nothing and fails with
+// BADARGUMENTS, but like every write it consumes a zxid above its op's MinZxid: proposed on
+// every data shard with MinZxid = the largest zxid an import or restore set, it moves every
+// shard's clock past it, so that every later write anywhere gets a larger zxid than every
+// restored one (an OpSetStat alone moves only its own shard's clock).
+func ClockBody() []byte { return SetStatBody(&SetStat{}) }

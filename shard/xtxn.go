@@ -66,6 +66,9 @@ type TxnPrepare struct {
 	// for recovery to probe (TxnResolve.Probe).
 	Group bool
 	Parts []uint64
+	// Cut makes the transaction a backup's consistent cut (cut.go; format.Level5): no ops, it
+	// locks the whole shard while prepared and never commits.
+	Cut bool
 }
 
 // TxnCommit commits a prepared transaction under zxid Zxid; Time is the txn's ctime/mtime
@@ -131,7 +134,7 @@ type TxnReply struct {
 
 // Encodings of the transaction records (all integers varint-encoded, as the batch codec):
 //
-//	TxnPrepare: u8 version (1, 2 with a move, 3 for a group) | uvarint ID | uvarint Anchor | varint Deadline
+//	TxnPrepare: u8 version (1, 2 with a move, 3 for a group, 4 for a cut) | uvarint ID | uvarint Anchor | varint Deadline
 //	            | u8 Internal | bytes Multi (wire-encoded MultiRequest) | uvarint len(Roles)
 //	            | u8 role... | (version 2) MoveSpec | (version 3) uvarint len(Parts) | uvarint id...
 //	TxnCommit:  u8 version | uvarint ID | varint Zxid | varint Time
@@ -146,11 +149,14 @@ const (
 	txnCodecVersion   = 1
 	txnPrepareMoveV2  = 2 // a TxnPrepare carrying a MoveSpec
 	txnPrepareGroupV3 = 3 // a TxnPrepare with Group set (format.Level4)
+	txnPrepareCutV4   = 4 // a TxnPrepare with Cut set (format.Level5): no more fields than version 1
 )
 
 // AppendTo appends the encoding of p to dst.
 func (p *TxnPrepare) AppendTo(dst []byte) []byte {
 	switch {
+	case p.Cut:
+		dst = append(dst, txnPrepareCutV4)
 	case p.Move != nil:
 		dst = append(dst, txnPrepareMoveV2)
 	case p.Group:
@@ -187,10 +193,10 @@ func DecodeTxnPrepare(b []byte) (TxnPrepare, error) {
 	r := reader{buf: b}
 	var p TxnPrepare
 	v := r.byte()
-	if v != txnCodecVersion && v != txnPrepareMoveV2 && v != txnPrepareGroupV3 && r.err == nil {
+	if (v < txnCodecVersion || v > txnPrepareCutV4) && r.err == nil {
 		return TxnPrepare{}, fmt.Errorf("%w: prepare version %d", ErrMalformedTxn, v)
 	}
-	p.Group = v == txnPrepareGroupV3
+	p.Group, p.Cut = v == txnPrepareGroupV3, v == txnPrepareCutV4
 	p.ID = r.uvarint()
 	p.Anchor = r.uvarint()
 	p.Deadline = r.varint()

@@ -201,7 +201,7 @@ func TestAuditPipelinedWrites(t *testing.T) {
 	cl := testcluster.Start(t, testcluster.Options{Servers: 1, Shards: 2,
 		Extra: []string{"audit.enable=true", "corral.audit.file=" + auditFile}})
 	// Grouped writes need the format level with group transactions.
-	want := fmt.Sprintf("format level=%d ", format.Level4)
+	want := fmt.Sprintf("format level=%d ", format.Supported) // at least Level4
 	waitFor(t, "format level 4", func() bool {
 		text, err := cl.Server(0).MembersText(ctx)
 		return err == nil && strings.Contains(text, want)

@@ -86,14 +86,14 @@ func Run(ctx context.Context, o Options) (Summary, error) {
 			return Summary{}, fmt.Errorf("source: %w", err)
 		}
 	} else {
-		if src, err = connect(o.From, o.Auth, o.SessionTimeout); err != nil {
+		if src, err = Connect(o.From, o.Auth, o.SessionTimeout); err != nil {
 			return Summary{}, fmt.Errorf("source: %w", err)
 		}
 		defer src.Close()
 	}
 	var dst *zk.Conn
 	if !o.DryRun {
-		if dst, err = connect(o.To, o.Auth, o.SessionTimeout); err != nil {
+		if dst, err = Connect(o.To, o.Auth, o.SessionTimeout); err != nil {
 			return Summary{}, fmt.Errorf("target: %w", err)
 		}
 		defer dst.Close()
@@ -228,20 +228,20 @@ func (r *run) finish(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	return postStats(ctx, r.o.Admin, r.o.AdminAuth, r.o.AdminTLS, r.stats)
+	return PostStats(ctx, r.o.Admin, r.o.AdminAuth, r.o.AdminTLS, r.stats)
 }
 
 // each runs f on every path with up to Concurrency calls at once and returns the first error.
 func (r *run) each(ctx context.Context, paths []string, f func(string) error) error {
-	return parallel(ctx, r.o.Concurrency, paths, f)
+	return Parallel(ctx, r.o.Concurrency, paths, f)
 }
 
 func (r *run) eachNode(ctx context.Context, nodes []*Node, f func(*Node) error) error {
-	return parallel(ctx, r.o.Concurrency, nodes, f)
+	return Parallel(ctx, r.o.Concurrency, nodes, f)
 }
 
-// parallel runs f on every item with up to n calls at once and returns the first error.
-func parallel[T any](ctx context.Context, n int, items []T, f func(T) error) error {
+// Parallel runs f on every item with up to n calls at once and returns the first error.
+func Parallel[T any](ctx context.Context, n int, items []T, f func(T) error) error {
 	sem := make(chan struct{}, n)
 	var wg sync.WaitGroup
 	var first atomic.Pointer[error]
@@ -311,9 +311,9 @@ func ensureAncestors(c *zk.Conn, p string) error {
 	return nil
 }
 
-// connect opens a session to servers and adds the auth pairs; it returns once the session is
+// Connect opens a session to servers and adds the auth pairs; it returns once the session is
 // established.
-func connect(servers []string, auth []string, timeout time.Duration) (*zk.Conn, error) {
+func Connect(servers []string, auth []string, timeout time.Duration) (*zk.Conn, error) {
 	if len(servers) == 0 {
 		return nil, errors.New("no servers given")
 	}

@@ -183,7 +183,7 @@ func ephemeralChildren(t *testing.T, c *zk.Conn, p string) int {
 
 func dial(t *testing.T, addrs []string) *zk.Conn {
 	t.Helper()
-	c, err := connect(addrs, nil, 10*time.Second)
+	c, err := Connect(addrs, nil, 10*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
