@@ -103,7 +103,7 @@ func WriteViews(bw *backupfile.Writer, views []*shard.View, root uint64) error {
 // walk yields the znodes of v a backup keeps, in key order.
 func walk(v *shard.View, withRoot bool) iter.Seq2[string, shard.NodeInfo] {
 	return func(yield func(string, shard.NodeInfo) bool) {
-		v.Walk("/", func(p string, n shard.NodeInfo) bool {
+		v.WalkAll(func(p string, n shard.NodeInfo) bool {
 			switch {
 			case p == "/" && !withRoot, n.IsEphemeral(), p == "/zookeeper", strings.HasPrefix(p, "/zookeeper/"):
 				return true

@@ -106,7 +106,8 @@ func (s *Server) setStats(ctx context.Context, lines []StatLine) StatResult {
 	var submit func(l *StatLine, tries int)
 	submit = func(l *StatLine, tries int) {
 		st := shard.SetStat{Path: l.Path, Czxid: l.Czxid, Mzxid: l.Mzxid, Pzxid: l.Pzxid, Ctime: l.Ctime,
-			Mtime: l.Mtime, Version: l.Version, Aversion: l.Aversion, Cversion: l.Cversion}
+			Mtime: l.Mtime, Version: l.Version, Aversion: l.Aversion, Cversion: l.Cversion,
+			Root: l.Path == "/" && s.table.Level() >= format.Level5}
 		sh := s.router.Lookup(l.Path)
 		sh.Proposer.Submit(&router.Request{Op: shard.Op{Code: shard.OpSetStat, Body: shard.SetStatBody(&st), MinZxid: st.MaxZxid()},
 			Done: func(r shard.OpResult, err error) {

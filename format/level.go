@@ -24,7 +24,8 @@ const (
 	Level4 Level = 4
 	// Level5 adds cuts (docs/design.md "Backup: one consistent cut"): a cross-shard
 	// transaction prepare (version 4) with no ops that blocks its whole shard while prepared
-	// and never commits, which a backup prepares on every data shard.
+	// and never commits, which a backup prepares on every data shard; and OpSetStat's root flag
+	// (a restore sets the stat of "/", whose stored cversion does not count /zookeeper).
 	Level5 Level = 5
 )
 

@@ -29,3 +29,10 @@ func (s *State) prepareCut(p *preparedTxn, floor int64, repeat bool) TxnReply {
 func (v *View) PreparedCut(id uint64) bool {
 	return v.prepared != nil && v.prepared.ID == id && v.prepared.Cut
 }
+
+// WalkAll calls fn for every znode of the view (stubs skipped) in key order, so a parent before
+// its children, until fn returns false. Unlike Walk it needs no root: a data shard that does not
+// serve "/" holds top-level znodes without it.
+func (v *View) WalkAll(fn func(path string, n NodeInfo) bool) {
+	v.tree.nodes.Ascend(func(n *node) bool { return n.stub || fn(pathOf(n.key), NodeInfo{n}) })
+}
