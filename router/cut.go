@@ -91,6 +91,7 @@ func (r *Router) tryCut(ctx context.Context, parts []uint64) ([]*shard.View, boo
 			return nil, true, nil // recovery let it go already
 		}
 	}
+	r.txnStep("cut-held")
 	// A shard whose view still showed the cut may have committed its abort (recovery) before
 	// another shard's prepare: the probe, proposed after every prepare committed, finds every
 	// shard still holding it only if they held it together.

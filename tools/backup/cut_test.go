@@ -183,3 +183,68 @@ func checkPrefix(t *testing.T, file string, have map[string]bool, writes []write
 	}
 	return n
 }
+
+// TestCutOfDeadCoordinatorIsAborted: a backup whose server stops between taking its cut and
+// letting it go (here: held in the router's hook) does not block the shards: recovery aborts the
+// cut after router.CutDeadline, writes to every shard go through, and the backup, let go, finds
+// its cut aborted (the probe) and takes another.
+func TestCutOfDeadCoordinatorIsAborted(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts an ensemble")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cl := start(t)
+	r := cl.Server(0).Router()
+	held, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	r.SetTxnHook(func(step string) {
+		if step == "cut-held" {
+			once.Do(func() { close(held); <-release })
+		}
+	})
+	c, err := client.Dial(ctx, cl.Addrs(), client.Options{})
+	must(t, err)
+	defer c.Close()
+	// one top-level znode per shard
+	tops := map[uint64]string{}
+	for i := 0; len(tops) < len(r.Shards()) && i < 100; i++ {
+		p := fmt.Sprintf("/d%d", i)
+		if _, ok := tops[r.Lookup(p).ID]; !ok {
+			tops[r.Lookup(p).ID] = p
+			_, _, err := c.Create(ctx, p, nil, 0, wire.OpenACLUnsafe)
+			must(t, err)
+		}
+	}
+	file := filepath.Join(t.TempDir(), "b.backup")
+	errc := make(chan error, 1)
+	go func() {
+		_, err := Backup(ctx, Options{Admin: cl.AdminAddr(0), File: file})
+		errc <- err
+	}()
+	select {
+	case <-held:
+	case <-ctx.Done():
+		t.Fatal("the backup never held its cut")
+	}
+	start := time.Now()
+	for id, p := range tops {
+		wctx, wcancel := context.WithTimeout(ctx, 15*time.Second)
+		_, err := c.Set(wctx, p, []byte("after"), -1)
+		wcancel()
+		if err != nil {
+			t.Fatalf("shard %d stayed blocked by the cut of a stopped backup: %v", id, err)
+		}
+	}
+	t.Logf("writes to every shard went through %s after the cut was held", time.Since(start).Round(time.Millisecond))
+	close(release)
+	if err := <-errc; err != nil {
+		t.Fatalf("the backup let go of its aborted cut did not take another: %v", err)
+	}
+	have := paths(t, file)
+	for _, p := range tops {
+		if !have[p] {
+			t.Fatalf("the backup misses %s", p)
+		}
+	}
+}
