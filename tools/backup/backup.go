@@ -10,7 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -59,29 +58,12 @@ type counter struct {
 }
 
 // progress writes a line every second to w (when not nil) until the returned stop is called.
-func (c *counter) progress(w io.Writer, start time.Time) (stop func()) {
-	if w == nil {
-		return func() {}
-	}
-	done := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		t := time.NewTicker(time.Second)
-		defer t.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-t.C:
-				n, el := c.nodes.Load(), time.Since(start)
-				fmt.Fprintf(w, "%s %d znodes, %.1f MB (%.0f znodes/s, %s)\n", c.what, n, float64(c.bytes.Load())/1e6,
-					float64(n)/el.Seconds(), el.Round(time.Second))
-			}
-		}
-	}()
-	return func() { close(done); wg.Wait() }
+func (c *counter) progress(w io.Writer) (stop func()) {
+	return zkimport.EverySecond(w, func(el time.Duration) string {
+		n := c.nodes.Load()
+		return fmt.Sprintf("%s %d znodes, %.1f MB (%.0f znodes/s, %s)", c.what, n, float64(c.bytes.Load())/1e6,
+			float64(n)/el.Seconds(), el.Round(time.Second))
+	})
 }
 
 // countingReader counts the bytes read through it.
@@ -115,7 +97,7 @@ func Backup(ctx context.Context, o Options) (Summary, error) {
 		return Summary{}, err
 	}
 	c := &counter{what: "received"}
-	stop := c.progress(o.Progress, start)
+	stop := c.progress(o.Progress)
 	sum, err := receive(io.TeeReader(countingReader{resp.Body, &c.bytes}, f), c)
 	stop()
 	if err == nil {

@@ -38,7 +38,7 @@ func Restore(ctx context.Context, o Options) (Summary, error) {
 		o.SessionTimeout = 30 * time.Second
 	}
 	c := &counter{what: "checked"}
-	stop := c.progress(o.Progress, start)
+	stop := c.progress(o.Progress)
 	sum, err := scan(o.File, c, nil)
 	stop()
 	if err != nil {
@@ -54,7 +54,7 @@ func Restore(ctx context.Context, o Options) (Summary, error) {
 	}
 	r := &restore{ctx: ctx, o: o, conn: conn}
 	c = &counter{what: "created"}
-	stop = c.progress(o.Progress, start)
+	stop = c.progress(o.Progress)
 	_, err = scan(o.File, c, r.create)
 	if err == nil {
 		err = r.wait()
@@ -64,7 +64,7 @@ func Restore(ctx context.Context, o Options) (Summary, error) {
 		return sum, err
 	}
 	c = &counter{what: "set the ACL and stat of"}
-	stop = c.progress(o.Progress, start)
+	stop = c.progress(o.Progress)
 	_, err = scan(o.File, c, r.collect)
 	if err == nil {
 		err = r.flush(ctx)

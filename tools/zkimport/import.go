@@ -102,7 +102,7 @@ func Run(ctx context.Context, o Options) (Summary, error) {
 		}
 	}
 	r := &run{o: o, src: src, dst: dst}
-	stop := r.reportProgress(start)
+	stop := r.reportProgress()
 	if offline != nil {
 		err = r.copyLevels(ctx, offline)
 	} else {
@@ -270,10 +270,20 @@ func Parallel[T any](ctx context.Context, n int, items []T, f func(T) error) err
 }
 
 // reportProgress writes a line every second until the returned stop is called.
-func (r *run) reportProgress(start time.Time) (stop func()) {
-	if r.o.Progress == nil {
+func (r *run) reportProgress() (stop func()) {
+	return EverySecond(r.o.Progress, func(el time.Duration) string {
+		n := r.read.Load()
+		return fmt.Sprintf("read %d znodes, created %d (%.0f/s, %s)", n, r.created.Load(), float64(n)/el.Seconds(), el.Round(time.Second))
+	})
+}
+
+// EverySecond writes the line line returns (given the time since the call) to w every second,
+// until the returned stop is called; without w it does nothing.
+func EverySecond(w io.Writer, line func(elapsed time.Duration) string) (stop func()) {
+	if w == nil {
 		return func() {}
 	}
+	start := time.Now()
 	done := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -286,10 +296,7 @@ func (r *run) reportProgress(start time.Time) (stop func()) {
 			case <-done:
 				return
 			case <-t.C:
-				n := r.read.Load()
-				el := time.Since(start)
-				fmt.Fprintf(r.o.Progress, "read %d znodes, created %d (%.0f/s, %s)\n", n, r.created.Load(),
-					float64(n)/el.Seconds(), el.Round(time.Second))
+				fmt.Fprintln(w, line(time.Since(start)))
 			}
 		}
 	}()
