@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"sync"
 	"time"
 
@@ -50,7 +51,9 @@ const maxStatLines = 100_000
 // to its znode's shard as an OpSetStat, in parallel through the shards' proposers. It answers
 // 200 with a StatResult (lines that failed are listed, with ZooKeeper's error name: NONODE for
 // a znode that does not exist), 400 for a malformed body, 409 while the ensemble's format level
-// is below 3 (a server of an older version could not apply the op).
+// is below 3 (a server of an older version could not apply the op), or below 5 for a line of
+// "/" (shard.SetStat.Root). Once the lines are applied, every data shard's clock is moved past
+// the largest zxid they set (raiseClocks).
 func (s *Server) serveImportStats(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost {
 		http.Error(w, "POST /import/stats with one JSON object per line: {\"path\":..., \"czxid\":..., ...}", http.StatusMethodNotAllowed)
@@ -81,6 +84,11 @@ func (s *Server) serveImportStats(w http.ResponseWriter, r *http.Request) {
 	}
 	if err := sc.Err(); err != nil {
 		http.Error(w, "reading the body: "+err.Error(), http.StatusBadRequest)
+		return
+	}
+	if lvl := s.table.Level(); lvl < format.Level5 && slices.ContainsFunc(lines, func(l StatLine) bool { return l.Path == "/" }) {
+		http.Error(w, fmt.Sprintf("the ensemble runs format %s; setting the stat of / needs %s: upgrade every server first (docs/operations.md \"Upgrading\")",
+			lvl, format.Level5), http.StatusConflict)
 		return
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), time.Minute)
