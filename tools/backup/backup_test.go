@@ -19,9 +19,12 @@ import (
 )
 
 // start starts a one-server ensemble with three data shards, TTL nodes and an admin port.
-func start(t *testing.T) *testcluster.Cluster {
+func start(t *testing.T) *testcluster.Cluster { return startN(t, 1) }
+
+// startN is start with n servers.
+func startN(t *testing.T, n int) *testcluster.Cluster {
 	t.Helper()
-	return testcluster.Start(t, testcluster.Options{Servers: 1, Shards: 3, Admin: true,
+	return testcluster.Start(t, testcluster.Options{Servers: n, Shards: 3, Admin: true,
 		Extra: []string{"zookeeper.extendedTypesEnabled=true"}})
 }
 
