@@ -18,6 +18,10 @@ import (
 // attempt busy; each one is short).
 const cutTimeout = 30 * time.Second
 
+// CutStallHeader is the response header of GET /backup that says how long the cut stalled the
+// shards' writes (router.CutStats.Held, a Go duration).
+const CutStallHeader = "X-Corral-Cut-Stall"
+
 // serveBackup handles GET /backup: one consistent cut of every data shard (router.TakeCut,
 // docs/design.md "Backup: one consistent cut"), streamed as a backup file (tools/backupfile)
 // from the immutable views of the cut. 409 below format level 5; 503 when no cut got through.
@@ -46,6 +50,7 @@ func (s *Server) serveBackup(w http.ResponseWriter, r *http.Request) {
 		h.Shards = append(h.Shards, backupfile.ShardInfo{ID: v.ShardID(), Zxid: v.Zxid()})
 	}
 	s.log.Info("backup: cut taken", "attempts", st.Attempts, "writes_stalled", st.Held, "shards", len(views))
+	w.Header().Set(CutStallHeader, st.Held.String())
 	w.Header().Set("Content-Type", "application/octet-stream")
 	w.Header().Set("Content-Disposition", fmt.Sprintf(`attachment; filename="corral-%d.backup"`, h.Created))
 	bw, err := backupfile.NewWriter(w, h)

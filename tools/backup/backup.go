@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/corral/corral/adminauth"
+	"github.com/corral/corral/cluster"
 	"github.com/corral/corral/tools/backupfile"
 	"github.com/corral/corral/tools/zkimport"
 )
@@ -43,12 +44,18 @@ type Summary struct {
 	MaxZxid int64 // the largest zxid in the file
 	Shards  int   // data shards at the cut
 	ACLs    int64 // (restore) ACLs set: znodes whose ACL is not world:anyone:cdrwa
-	Took    time.Duration
+	// Stall (backup) is how long the server's cut held every shard's writes.
+	Stall time.Duration
+	Took  time.Duration
 }
 
 func (s Summary) String() string {
-	return fmt.Sprintf("%d znodes, %d bytes, %d shards, largest zxid %#x, in %s", s.Znodes, s.Bytes, s.Shards,
-		s.MaxZxid, s.Took.Round(time.Millisecond))
+	stall := ""
+	if s.Stall > 0 {
+		stall = fmt.Sprintf(" (writes stalled %s for the cut)", s.Stall.Round(10*time.Microsecond))
+	}
+	return fmt.Sprintf("%d znodes, %d bytes, %d shards, largest zxid %#x, in %s%s", s.Znodes, s.Bytes, s.Shards,
+		s.MaxZxid, s.Took.Round(time.Millisecond), stall)
 }
 
 // counter is the progress of a run: znodes and bytes so far.
@@ -118,6 +125,7 @@ func Backup(ctx context.Context, o Options) (Summary, error) {
 		d.Close()
 	}
 	sum.Bytes = c.bytes.Load()
+	sum.Stall, _ = time.ParseDuration(resp.Header.Get(cluster.CutStallHeader))
 	sum.Took = time.Since(start)
 	return sum, nil
 }
