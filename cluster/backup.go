@@ -32,9 +32,7 @@ func (s *Server) serveBackup(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "GET /backup", http.StatusMethodNotAllowed)
 		return
 	}
-	if lvl := s.table.Level(); lvl < format.Level5 {
-		http.Error(w, fmt.Sprintf("the ensemble runs format %s; a backup's cut needs %s: upgrade every server first (docs/operations.md \"Upgrading\")",
-			lvl, format.Level5), http.StatusConflict)
+	if !s.atLevel(w, format.Level5, "a backup's cut") {
 		return
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), cutTimeout)

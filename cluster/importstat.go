@@ -59,9 +59,7 @@ func (s *Server) serveImportStats(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "POST /import/stats with one JSON object per line: {\"path\":..., \"czxid\":..., ...}", http.StatusMethodNotAllowed)
 		return
 	}
-	if lvl := s.table.Level(); lvl < format.Level3 {
-		http.Error(w, fmt.Sprintf("the ensemble runs format %s; setting stats needs %s: upgrade every server first (docs/operations.md \"Upgrading\")",
-			lvl, format.Level3), http.StatusConflict)
+	if !s.atLevel(w, format.Level3, "setting stats") {
 		return
 	}
 	var lines []StatLine
@@ -86,9 +84,8 @@ func (s *Server) serveImportStats(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "reading the body: "+err.Error(), http.StatusBadRequest)
 		return
 	}
-	if lvl := s.table.Level(); lvl < format.Level5 && slices.ContainsFunc(lines, func(l StatLine) bool { return l.Path == "/" }) {
-		http.Error(w, fmt.Sprintf("the ensemble runs format %s; setting the stat of / needs %s: upgrade every server first (docs/operations.md \"Upgrading\")",
-			lvl, format.Level5), http.StatusConflict)
+	root := slices.ContainsFunc(lines, func(l StatLine) bool { return l.Path == "/" })
+	if root && !s.atLevel(w, format.Level5, "setting the stat of /") {
 		return
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), time.Minute)
@@ -152,4 +149,15 @@ func (s *Server) setStats(ctx context.Context, lines []StatLine) StatResult {
 	mu.Lock()
 	defer mu.Unlock()
 	return StatResult{Applied: res.Applied, Failed: append([]StatFailed(nil), res.Failed...)}
+}
+
+// atLevel reports whether the ensemble's format level is at least lvl; if not, it answers 409
+// saying that what needs it.
+func (s *Server) atLevel(w http.ResponseWriter, lvl format.Level, what string) bool {
+	if active := s.table.Level(); active < lvl {
+		http.Error(w, fmt.Sprintf("the ensemble runs format %s; %s needs %s: upgrade every server first (docs/operations.md \"Upgrading\")",
+			active, what, lvl), http.StatusConflict)
+		return false
+	}
+	return true
 }
