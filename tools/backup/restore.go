@@ -164,6 +164,9 @@ func (r *restore) create(n *backupfile.Node) error {
 	if err := r.failed(); err != nil {
 		return err
 	}
+	if err := r.ctx.Err(); err != nil {
+		return err
+	}
 	if r.sem == nil {
 		r.sem, r.inflight = make(chan struct{}, r.o.Concurrency), make(map[string]chan struct{})
 	}
