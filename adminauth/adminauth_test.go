@@ -112,7 +112,8 @@ func TestGuard(t *testing.T) {
 		for _, p := range mutating {
 			check(http.MethodPost, p, tt.code)
 		}
-		check(http.MethodPut, "/move", tt.code) // not a read: guarded too
+		check(http.MethodPut, "/move", tt.code)   // not a read: guarded too
+		check(http.MethodGet, "/backup", tt.code) // every znode whatever its ACL: guarded as a change
 		for _, p := range reads {
 			check(http.MethodGet, p, tt.readCode)
 		}

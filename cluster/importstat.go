@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"sync"
 	"time"
 
@@ -50,15 +51,15 @@ const maxStatLines = 100_000
 // to its znode's shard as an OpSetStat, in parallel through the shards' proposers. It answers
 // 200 with a StatResult (lines that failed are listed, with ZooKeeper's error name: NONODE for
 // a znode that does not exist), 400 for a malformed body, 409 while the ensemble's format level
-// is below 3 (a server of an older version could not apply the op).
+// is below 3 (a server of an older version could not apply the op), or below 5 for a line of
+// "/" (shard.SetStat.Root). Once the lines are applied, every data shard's clock is moved past
+// the largest zxid they set (raiseClocks).
 func (s *Server) serveImportStats(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost {
 		http.Error(w, "POST /import/stats with one JSON object per line: {\"path\":..., \"czxid\":..., ...}", http.StatusMethodNotAllowed)
 		return
 	}
-	if lvl := s.table.Level(); lvl < format.Level3 {
-		http.Error(w, fmt.Sprintf("the ensemble runs format %s; setting stats needs %s: upgrade every server first (docs/operations.md \"Upgrading\")",
-			lvl, format.Level3), http.StatusConflict)
+	if !s.atLevel(w, format.Level3, "setting stats") {
 		return
 	}
 	var lines []StatLine
@@ -83,9 +84,16 @@ func (s *Server) serveImportStats(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "reading the body: "+err.Error(), http.StatusBadRequest)
 		return
 	}
+	root := slices.ContainsFunc(lines, func(l StatLine) bool { return l.Path == "/" })
+	if root && !s.atLevel(w, format.LevelCut, "setting the stat of /") {
+		return
+	}
 	ctx, cancel := context.WithTimeout(r.Context(), time.Minute)
 	defer cancel()
 	res := s.setStats(ctx, lines)
+	if err := s.raiseClocks(ctx, lines); err != nil {
+		res.Failed = append(res.Failed, StatFailed{Error: "moving the shards' clocks past the stats: " + err.Error()})
+	}
 	if len(res.Failed) > 0 {
 		s.log.Warn("import: some stats were not set", "applied", res.Applied, "failed", len(res.Failed),
 			"first", res.Failed[0].Path, "error", res.Failed[0].Error)
@@ -103,7 +111,8 @@ func (s *Server) setStats(ctx context.Context, lines []StatLine) StatResult {
 	var submit func(l *StatLine, tries int)
 	submit = func(l *StatLine, tries int) {
 		st := shard.SetStat{Path: l.Path, Czxid: l.Czxid, Mzxid: l.Mzxid, Pzxid: l.Pzxid, Ctime: l.Ctime,
-			Mtime: l.Mtime, Version: l.Version, Aversion: l.Aversion, Cversion: l.Cversion}
+			Mtime: l.Mtime, Version: l.Version, Aversion: l.Aversion, Cversion: l.Cversion,
+			Root: l.Path == "/" && s.table.Level() >= format.LevelCut}
 		sh := s.router.Lookup(l.Path)
 		sh.Proposer.Submit(&router.Request{Op: shard.Op{Code: shard.OpSetStat, Body: shard.SetStatBody(&st), MinZxid: st.MaxZxid()},
 			Done: func(r shard.OpResult, err error) {
@@ -140,4 +149,15 @@ func (s *Server) setStats(ctx context.Context, lines []StatLine) StatResult {
 	mu.Lock()
 	defer mu.Unlock()
 	return StatResult{Applied: res.Applied, Failed: append([]StatFailed(nil), res.Failed...)}
+}
+
+// atLevel reports whether the ensemble's format level is at least lvl; if not, it answers 409
+// saying that what needs it.
+func (s *Server) atLevel(w http.ResponseWriter, lvl format.Level, what string) bool {
+	if active := s.table.Level(); active < lvl {
+		http.Error(w, fmt.Sprintf("the ensemble runs format %s; %s needs %s: upgrade every server first (docs/operations.md \"Upgrading\")",
+			active, what, lvl), http.StatusConflict)
+		return false
+	}
+	return true
 }

@@ -597,6 +597,7 @@ func (s *Server) startAdmin() {
 	mux.HandleFunc("/members", s.serveMembers)
 	mux.HandleFunc("/members/", s.serveMembers)
 	mux.HandleFunc("/import/stats", s.serveImportStats)
+	mux.HandleFunc("/backup", s.serveBackup)
 	mux.HandleFunc("/debug/pprof/", pprof.Index)
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)

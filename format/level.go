@@ -28,6 +28,11 @@ const (
 	// /zookeeper/quota/<path> on the shard that serves <path>. Below it no replica counts, so
 	// replicas of different binaries never disagree about a zookeeper_stats node.
 	LevelQuota Level = 5
+	// LevelCut adds cuts (docs/design.md "Backup: one consistent cut"): a cross-shard
+	// transaction prepare (version 6) with no ops that blocks its whole shard while prepared
+	// and never commits, which a backup prepares on every data shard; and OpSetStat's root flag
+	// (a restore sets the stat of "/", whose stored cversion does not count /zookeeper).
+	LevelCut Level = 6
 )
 
 func (l Level) String() string { return fmt.Sprintf("level %d", uint32(l)) }

@@ -29,7 +29,8 @@ import (
 type txnOptions struct {
 	deadline time.Duration // a prepared txn older than this may be resolved by recovery
 	// hook, when set (tests), is called at the steps of a transaction: "prepared" (a move
-	// prepared on both participants) and "anchor-committed" (any transaction).
+	// prepared on both participants), "anchor-committed" (any transaction) and "cut-held" (a
+	// backup's cut prepared everywhere and its views taken, cut.go).
 	hook func(step string)
 }
 

@@ -31,6 +31,10 @@ type SetStat struct {
 	// Cversion is the stored count of child creations (ZooKeeper's StatPersisted.cversion),
 	// not the cversion clients see.
 	Cversion int32
+	// Root (format.LevelCut, a restore of "/") allows a stored cversion one below the child
+	// count: the root's child /zookeeper was never created, so no creation counted it. It
+	// travels as a trailing byte, which a binary before level 6 (LevelCut) refuses (MARSHALLINGERROR).
+	Root bool
 }
 
 // MaxZxid is the largest zxid the stat carries: the op's MinZxid.
@@ -44,6 +48,9 @@ func SetStatBody(st *SetStat) []byte {
 		int64(st.Version), int64(st.Aversion), int64(st.Cversion)} {
 		b = binary.AppendVarint(b, v)
 	}
+	if st.Root {
+		b = append(b, 1)
+	}
 	return b
 }
 
@@ -54,6 +61,12 @@ func decodeSetStat(body []byte) (SetStat, bool) {
 	st.Czxid, st.Mzxid, st.Pzxid = r.varint(), r.varint(), r.varint()
 	st.Ctime, st.Mtime = r.varint(), r.varint()
 	st.Version, st.Aversion, st.Cversion = r.int32(), r.int32(), r.int32()
+	if r.err == nil && r.off < len(r.buf) {
+		st.Root = r.byte() == 1 && st.Path == "/"
+		if !st.Root {
+			r.fail("root flag")
+		}
+	}
 	return st, r.finish() == nil
 }
 
@@ -68,7 +81,11 @@ func (t *txn) setStat(st *SetStat) wire.Err {
 	if n == nil {
 		return wire.ErrNoNode
 	}
-	if st.Version < 0 || st.Aversion < 0 || st.Cversion < n.numChildren {
+	least := n.numChildren
+	if st.Root {
+		least-- // /zookeeper
+	}
+	if st.Version < 0 || st.Aversion < 0 || st.Cversion < least {
 		return wire.ErrBadArguments
 	}
 	c := n.clone()
@@ -78,3 +95,10 @@ func (t *txn) setStat(st *SetStat) wire.Err {
 	t.put(c)
 	return wire.ErrOK
 }
+
+// ClockBody is the body of an OpSetStat that names no znode. It changes nothing and fails with
+// BADARGUMENTS, but like every write it consumes a zxid above its op's MinZxid: proposed on
+// every data shard with MinZxid = the largest zxid an import or restore set, it moves every
+// shard's clock past it, so that every later write anywhere gets a larger zxid than every
+// restored one (an OpSetStat alone moves only its own shard's clock).
+func ClockBody() []byte { return SetStatBody(&SetStat{}) }

@@ -66,3 +66,43 @@ func TestSetStatOverwritesTheStat(t *testing.T) {
 		t.Fatalf("undecodable body: %v", res.Results[0].Err)
 	}
 }
+
+// TestSetStatRootAndClock: the root flag (format level 6, LevelCut) lets a restore give "/" a stored
+// cversion one below its child count (/zookeeper was never created), which without the flag is
+// refused; the flag on another path is malformed. An OpSetStat of no znode (ClockBody) changes
+// nothing, fails, and moves the clock past its MinZxid.
+func TestSetStatRootAndClock(t *testing.T) {
+	s := NewState(StateConfig{Tag: 1, OwnsRoot: true})
+	if res, _ := s.Apply(batch(1, 1, 1000, opCreate("/a", nil, 0))); res.Results[0].Err != wire.ErrOK {
+		t.Fatalf("setup: %v", res.Results[0].Err)
+	}
+	seq := uint64(2)
+	apply := func(op Op) OpResult {
+		t.Helper()
+		res, _ := s.Apply(batch(1, seq, 1001, op))
+		seq++
+		return res.Results[0]
+	}
+	root := SetStat{Path: "/", Pzxid: 0x5501, Cversion: 1} // two children, one creation counted
+	if r := apply(opSetStat(root)); r.Err != wire.ErrBadArguments {
+		t.Fatalf("root stat without the flag: %v", r.Err)
+	}
+	root.Root = true
+	if r := apply(opSetStat(root)); r.Err != wire.ErrOK {
+		t.Fatalf("root stat with the flag: %v", r.Err)
+	}
+	if n, _ := s.View(1).Get("/"); n.Stat().Pzxid != 0x5501 || n.StoredCversion() != 1 {
+		t.Fatalf("root stat: %+v", n.Stat())
+	}
+	if r := apply(opSetStat(SetStat{Path: "/a", Root: true})); r.Err != wire.ErrMarshallingError {
+		t.Fatalf("root flag on /a: %v", r.Err)
+	}
+	high := nextZxid(s.lastZxid, 7, 1<<41, 0)
+	r := apply(Op{Code: OpSetStat, Body: ClockBody(), MinZxid: high})
+	if r.Err != wire.ErrBadArguments || r.Zxid <= high || s.lastZxid != r.Zxid {
+		t.Fatalf("clock op: %v, zxid %x, want above %x", r.Err, r.Zxid, high)
+	}
+	if n, _ := s.View(1).Get("/a"); n.Stat().Mzxid > high {
+		t.Fatal("the clock op changed a znode")
+	}
+}

@@ -27,6 +27,8 @@ type PreparedInfo struct {
 	// probing every participant (Parts, read-only) instead of asking the anchor.
 	Group bool
 	Parts []uint64
+	// Cut: a backup's consistent cut (cut.go), which blocks every batch while prepared.
+	Cut bool
 }
 
 // Prepared returns the transaction this view's shard holds prepared, if any. While it does, the

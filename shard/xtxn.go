@@ -70,6 +70,9 @@ type TxnPrepare struct {
 	// (format.LevelQuota: prepare versions 4 and 5). The commit evaluates the ops with the
 	// prepare's mode, so prepare and commit agree.
 	Quota QuotaMode
+	// Cut makes the transaction a backup's consistent cut (cut.go; format.LevelCut): no ops, it
+	// locks the whole shard while prepared and never commits.
+	Cut bool
 }
 
 // TxnCommit commits a prepared transaction under zxid Zxid; Time is the txn's ctime/mtime
@@ -135,8 +138,8 @@ type TxnReply struct {
 
 // Encodings of the transaction records (all integers varint-encoded, as the batch codec):
 //
-//	TxnPrepare: u8 version (1, 2 with a move, 3 for a group, 4 and 5 as 1 and 3 with quotas)
-//	            | uvarint ID | uvarint Anchor | varint Deadline
+//	TxnPrepare: u8 version (1, 2 with a move, 3 for a group, 4 and 5 as 1 and 3 with quotas,
+//	            6 for a cut) | uvarint ID | uvarint Anchor | varint Deadline
 //	            | u8 Internal | bytes Multi (wire-encoded MultiRequest) | uvarint len(Roles)
 //	            | u8 role... | (version 2) MoveSpec | (versions 3, 5) uvarint len(Parts) | uvarint id...
 //	            | (versions 4, 5) u8 Quota
@@ -156,12 +159,15 @@ const (
 	// move carries no quota mode (a move never counts).
 	txnPrepareQuotaV4      = 4
 	txnPrepareGroupQuotaV5 = 5
+	txnPrepareCutV6        = 6 // a TxnPrepare with Cut set (format.LevelCut): no more fields than version 1
 )
 
 // AppendTo appends the encoding of p to dst.
 func (p *TxnPrepare) AppendTo(dst []byte) []byte {
 	quota := p.Quota != QuotaOff && p.Move == nil
 	switch {
+	case p.Cut:
+		dst = append(dst, txnPrepareCutV6)
 	case p.Move != nil:
 		dst = append(dst, txnPrepareMoveV2)
 	case p.Group && quota:
@@ -205,10 +211,11 @@ func DecodeTxnPrepare(b []byte) (TxnPrepare, error) {
 	r := reader{buf: b}
 	var p TxnPrepare
 	v := r.byte()
-	if (v < txnCodecVersion || v > txnPrepareGroupQuotaV5) && r.err == nil {
+	if (v < txnCodecVersion || v > txnPrepareCutV6) && r.err == nil {
 		return TxnPrepare{}, fmt.Errorf("%w: prepare version %d", ErrMalformedTxn, v)
 	}
 	quota := v == txnPrepareQuotaV4 || v == txnPrepareGroupQuotaV5
+	p.Cut = v == txnPrepareCutV6
 	if v == txnPrepareGroupQuotaV5 {
 		v = txnPrepareGroupV3
 	}

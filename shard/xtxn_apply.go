@@ -222,8 +222,8 @@ func conflicts(op *Op, p *preparedTxn) bool {
 // reserved floor. Transaction ops in it fail without a zxid and touch nothing.
 func (s *State) blockedByPrepared(b *Batch) bool {
 	p := s.prepared
-	if p.floor == 0 {
-		return true // a prepare recorded before reservations: block everything
+	if p.floor == 0 || p.prep.Cut {
+		return true // a prepare recorded before reservations, or a cut: block everything
 	}
 	last := s.lastZxid
 	for i := range b.Ops {
@@ -244,7 +244,7 @@ func (s *State) blockedByPrepared(b *Batch) bool {
 
 func (p *preparedTxn) info() *PreparedInfo {
 	return &PreparedInfo{ID: p.prep.ID, Anchor: p.prep.Anchor, PrepareTime: p.time, Deadline: p.prep.Deadline,
-		Group: p.prep.Group, Parts: p.prep.Parts}
+		Group: p.prep.Group, Parts: p.prep.Parts, Cut: p.prep.Cut}
 }
 
 // decision is the recorded outcome of a transaction.
@@ -408,6 +408,9 @@ func (s *State) txnPrepare(p *preparedTxn) TxnReply {
 	default:
 		floor = reservedFloor(s.lastZxid, s.cfg.Tag, p.time, p.minZxid)
 	}
+	if p.prep.Cut {
+		return s.prepareCut(p, floor, repeat)
+	}
 	if m := p.prep.Move; m != nil {
 		if err, ok := s.prepareMove(m); !ok {
 			return TxnReply{Outcome: TxnFailed, FailIndex: -1, FailErr: err}
@@ -497,8 +500,8 @@ func (s *State) txnCommit(c *TxnCommit, now int64, events *[]Event) TxnReply {
 		}
 		return TxnReply{Outcome: TxnAborted}
 	}
-	if c.Zxid <= s.lastZxid {
-		// A coordinator bug: the zxid would not be above everything this shard applied.
+	if c.Zxid <= s.lastZxid || p.prep.Cut {
+		// A coordinator bug (a cut never commits): the zxid would not be above everything this shard applied.
 		// Refuse without changing anything; the transaction stays prepared.
 		return TxnReply{Outcome: TxnAborted}
 	}

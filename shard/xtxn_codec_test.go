@@ -37,6 +37,7 @@ func fuzzSeedPrepares() []TxnPrepare {
 		{ID: 7, Anchor: 1, Deadline: -1,
 			Multi: multiOf(wire.MultiOp{Op: wire.OpCreateTTL, CreateTTL: &wire.CreateTTLRequest{Path: "/t", ACL: wire.OpenACLUnsafe, Flags: wire.FlagPersistentWithTTL, TTL: 100}}),
 			Roles: []TxnRole{RoleNode}},
+		{ID: 77, Anchor: 2, Deadline: 1_700_000_002_000, Cut: true}, // a backup's cut (version 4)
 	}
 }
 

@@ -30,6 +30,10 @@ func main() {
 		code = runImport(os.Args[2:])
 	case "inspect":
 		code = runInspect(os.Args[2:])
+	case "backup":
+		code = runBackup(os.Args[2:])
+	case "restore":
+		code = runRestore(os.Args[2:])
 	case "version", "--version", "-v":
 		fmt.Println("corral", version)
 		if testknobs.Enabled {
@@ -58,10 +62,12 @@ commands:
   move /path shard-id|new   move a subtree to another data shard online, or to a new one (through a server's admin port)
   shards list|add           list the data shards, or add one online (through a server's admin port)
   import --from zk:2181 ... copy a running ZooKeeper's tree (data, ACLs, stats) into Corral
+  backup --out FILE         write one consistent cut of the whole namespace to a file (through a server's admin port)
+  restore --in FILE         load a backup into an empty ensemble (through its client and admin ports)
   inspect DIR               look into a stopped server's data directory (shards, subtrees, sessions; --dump /path)
   version                   print the version
 
-members, move, shards and import send --admin-auth user:password (default $CORRAL_ADMIN_AUTH)
+members, move, shards, import, backup and restore send --admin-auth user:password (default $CORRAL_ADMIN_AUTH)
 to the admin port, where changes may need an operator (docs/operations.md "Admin port").
 `)
 }

@@ -35,13 +35,13 @@ func TestStatsWithAdminAuth(t *testing.T) {
 	lines := []cluster.StatLine{{Path: "/imported", Czxid: st.Czxid, Mzxid: st.Mzxid, Pzxid: st.Pzxid,
 		Ctime: 1000, Mtime: 2000, Version: 7, Aversion: 0, Cversion: 0}}
 
-	if err := postStats(ctx, addr, "", nil, lines); err == nil || !strings.Contains(err.Error(), "401") {
+	if err := PostStats(ctx, addr, "", nil, lines); err == nil || !strings.Contains(err.Error(), "401") {
 		t.Errorf("without credentials: %v, want the 401", err)
 	}
-	if err := postStats(ctx, addr, "importer:wrong", nil, lines); err == nil || !strings.Contains(err.Error(), "403") {
+	if err := PostStats(ctx, addr, "importer:wrong", nil, lines); err == nil || !strings.Contains(err.Error(), "403") {
 		t.Errorf("with a wrong password: %v, want the 403", err)
 	}
-	if err := postStats(ctx, addr, "importer:s3cret", nil, lines); err != nil {
+	if err := PostStats(ctx, addr, "importer:s3cret", nil, lines); err != nil {
 		t.Fatalf("with the operator's credentials: %v", err)
 	}
 	if _, st, err := c.Get("/imported"); err != nil || st.Version != 7 || st.Mtime != 2000 {
@@ -67,13 +67,13 @@ func TestStatsOverHTTPS(t *testing.T) {
 	_, st, err := c.Get("/imported")
 	must(t, err)
 	lines := []cluster.StatLine{{Path: "/imported", Czxid: st.Czxid, Mzxid: st.Mzxid, Pzxid: st.Pzxid, Ctime: 1000, Mtime: 2000, Version: 7}}
-	if err := postStats(ctx, cl.AdminAddr(0), "", nil, lines); err == nil {
+	if err := PostStats(ctx, cl.AdminAddr(0), "", nil, lines); err == nil {
 		t.Errorf("plain HTTP to an HTTPS admin port: no error")
 	}
 	op := ca.Issue(t, pkix.Name{CommonName: "importer"}, nil)
 	tc := &tls.Config{RootCAs: x509.NewCertPool(), Certificates: []tls.Certificate{{Certificate: [][]byte{op.Cert.Raw}, PrivateKey: op.Key}}}
 	tc.RootCAs.AddCert(ca.Cert)
-	if err := postStats(ctx, cl.AdminAddr(0), "", tc, lines); err != nil {
+	if err := PostStats(ctx, cl.AdminAddr(0), "", tc, lines); err != nil {
 		t.Fatalf("over HTTPS with the operator's certificate: %v", err)
 	}
 	if _, st, err := c.Get("/imported"); err != nil || st.Version != 7 {

@@ -86,14 +86,14 @@ func Run(ctx context.Context, o Options) (Summary, error) {
 			return Summary{}, fmt.Errorf("source: %w", err)
 		}
 	} else {
-		if src, err = connect(o.From, o.Auth, o.SessionTimeout); err != nil {
+		if src, err = Connect(o.From, o.Auth, o.SessionTimeout); err != nil {
 			return Summary{}, fmt.Errorf("source: %w", err)
 		}
 		defer src.Close()
 	}
 	var dst *zk.Conn
 	if !o.DryRun {
-		if dst, err = connect(o.To, o.Auth, o.SessionTimeout); err != nil {
+		if dst, err = Connect(o.To, o.Auth, o.SessionTimeout); err != nil {
 			return Summary{}, fmt.Errorf("target: %w", err)
 		}
 		defer dst.Close()
@@ -102,7 +102,7 @@ func Run(ctx context.Context, o Options) (Summary, error) {
 		}
 	}
 	r := &run{o: o, src: src, dst: dst}
-	stop := r.reportProgress(start)
+	stop := r.reportProgress()
 	if offline != nil {
 		err = r.copyLevels(ctx, offline)
 	} else {
@@ -228,20 +228,20 @@ func (r *run) finish(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	return postStats(ctx, r.o.Admin, r.o.AdminAuth, r.o.AdminTLS, r.stats)
+	return PostStats(ctx, r.o.Admin, r.o.AdminAuth, r.o.AdminTLS, r.stats)
 }
 
 // each runs f on every path with up to Concurrency calls at once and returns the first error.
 func (r *run) each(ctx context.Context, paths []string, f func(string) error) error {
-	return parallel(ctx, r.o.Concurrency, paths, f)
+	return Parallel(ctx, r.o.Concurrency, paths, f)
 }
 
 func (r *run) eachNode(ctx context.Context, nodes []*Node, f func(*Node) error) error {
-	return parallel(ctx, r.o.Concurrency, nodes, f)
+	return Parallel(ctx, r.o.Concurrency, nodes, f)
 }
 
-// parallel runs f on every item with up to n calls at once and returns the first error.
-func parallel[T any](ctx context.Context, n int, items []T, f func(T) error) error {
+// Parallel runs f on every item with up to n calls at once and returns the first error.
+func Parallel[T any](ctx context.Context, n int, items []T, f func(T) error) error {
 	sem := make(chan struct{}, n)
 	var wg sync.WaitGroup
 	var first atomic.Pointer[error]
@@ -270,10 +270,20 @@ func parallel[T any](ctx context.Context, n int, items []T, f func(T) error) err
 }
 
 // reportProgress writes a line every second until the returned stop is called.
-func (r *run) reportProgress(start time.Time) (stop func()) {
-	if r.o.Progress == nil {
+func (r *run) reportProgress() (stop func()) {
+	return EverySecond(r.o.Progress, func(el time.Duration) string {
+		n := r.read.Load()
+		return fmt.Sprintf("read %d znodes, created %d (%.0f/s, %s)", n, r.created.Load(), float64(n)/el.Seconds(), el.Round(time.Second))
+	})
+}
+
+// EverySecond writes the line line returns (given the time since the call) to w every second,
+// until the returned stop is called; without w it does nothing.
+func EverySecond(w io.Writer, line func(elapsed time.Duration) string) (stop func()) {
+	if w == nil {
 		return func() {}
 	}
+	start := time.Now()
 	done := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -286,10 +296,7 @@ func (r *run) reportProgress(start time.Time) (stop func()) {
 			case <-done:
 				return
 			case <-t.C:
-				n := r.read.Load()
-				el := time.Since(start)
-				fmt.Fprintf(r.o.Progress, "read %d znodes, created %d (%.0f/s, %s)\n", n, r.created.Load(),
-					float64(n)/el.Seconds(), el.Round(time.Second))
+				fmt.Fprintln(w, line(time.Since(start)))
 			}
 		}
 	}()
@@ -311,9 +318,9 @@ func ensureAncestors(c *zk.Conn, p string) error {
 	return nil
 }
 
-// connect opens a session to servers and adds the auth pairs; it returns once the session is
+// Connect opens a session to servers and adds the auth pairs; it returns once the session is
 // established.
-func connect(servers []string, auth []string, timeout time.Duration) (*zk.Conn, error) {
+func Connect(servers []string, auth []string, timeout time.Duration) (*zk.Conn, error) {
 	if len(servers) == 0 {
 		return nil, errors.New("no servers given")
 	}

@@ -1,11 +1,9 @@
 package zkimport
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"path"
 	"testing"
 	"time"
 
@@ -14,6 +12,7 @@ import (
 	"github.com/corral/corral/internal/apachezk"
 	"github.com/corral/corral/internal/bothtest"
 	"github.com/corral/corral/internal/corralproc"
+	"github.com/corral/corral/internal/zktest"
 )
 
 // TestLiveImportFromZooKeeper builds a tree in Apache ZooKeeper 3.8 (data that is binary, empty
@@ -43,7 +42,7 @@ func TestLiveImportFromZooKeeper(t *testing.T) {
 	cc := dial(t, dst.Addrs())
 	defer cc.Close()
 	must(t, cc.AddAuth("digest", []byte("user:pass")))
-	compared := compareTrees(t, zc, cc, "/")
+	compared := zktest.CompareTrees(t, zc, cc, "/")
 	if compared < 2000 || sum.Created != int64(compared) {
 		t.Fatalf("compared %d znodes, the import created %d", compared, sum.Created)
 	}
@@ -126,64 +125,9 @@ func build(t *testing.T, c *zk.Conn) {
 	}
 }
 
-// compareTrees walks the source tree from p and checks every persistent znode in the target;
-// it returns how many znodes below p (p excluded) it compared.
-func compareTrees(t *testing.T, src, dst *zk.Conn, p string) int {
-	t.Helper()
-	kids, _, err := src.Children(p)
-	must(t, err)
-	n := 0
-	for _, k := range kids {
-		c := path.Join(p, k)
-		if c == "/zookeeper" {
-			continue
-		}
-		sd, ss, err := src.Get(c)
-		must(t, err)
-		if ss.EphemeralOwner != 0 {
-			continue
-		}
-		dd, ds, err := dst.Get(c)
-		if err != nil {
-			t.Fatalf("%s in the target: %v", c, err)
-		}
-		if !bytes.Equal(sd, dd) || (sd == nil) != (dd == nil) {
-			t.Errorf("%s: data %q (nil %v), want %q (nil %v)", c, dd, dd == nil, sd, sd == nil)
-		}
-		sa, _, err := src.GetACL(c)
-		must(t, err)
-		da, _, err := dst.GetACL(c)
-		must(t, err)
-		if !sameACL(sa, da) {
-			t.Errorf("%s: ACL %v, want %v", c, da, sa)
-		}
-		eph := ephemeralChildren(t, src, c)
-		want := *ss
-		want.NumChildren -= int32(eph)
-		want.Cversion += int32(eph) // one delete fewer to come: clients see 2 × stored − children
-		if *ds != want {
-			t.Errorf("%s: stat\n %+v, want\n %+v", c, *ds, want)
-		}
-		n += 1 + compareTrees(t, src, dst, c)
-	}
-	return n
-}
-
-func ephemeralChildren(t *testing.T, c *zk.Conn, p string) int {
-	kids, _, err := c.Children(p)
-	must(t, err)
-	n := 0
-	for _, k := range kids {
-		if _, st, err := c.Exists(path.Join(p, k)); err == nil && st.EphemeralOwner != 0 {
-			n++
-		}
-	}
-	return n
-}
-
 func dial(t *testing.T, addrs []string) *zk.Conn {
 	t.Helper()
-	c, err := connect(addrs, nil, 10*time.Second)
+	c, err := Connect(addrs, nil, 10*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -101,10 +101,10 @@ func statLine(n *Node) cluster.StatLine {
 // statChunk is how many stat lines go in one request.
 const statChunk = 10_000
 
-// postStats sets the stats of the copied nodes through the target's admin endpoint, in chunks.
+// PostStats sets the stats of the copied nodes through the target's admin endpoint, in chunks.
 // A 409 (the ensemble has not reached the format level that can apply them yet, as right after
 // a fresh ensemble starts) is asked again for up to a minute.
-func postStats(ctx context.Context, admin, cred string, tc *tls.Config, lines []cluster.StatLine) error {
+func PostStats(ctx context.Context, admin, cred string, tc *tls.Config, lines []cluster.StatLine) error {
 	for len(lines) > 0 {
 		n := min(len(lines), statChunk)
 		var body bytes.Buffer
@@ -120,11 +120,24 @@ func postStats(ctx context.Context, admin, cred string, tc *tls.Config, lines []
 	return nil
 }
 
-func postStatChunk(ctx context.Context, admin, cred string, tc *tls.Config, body []byte) error {
-	url, client := "http://"+admin+"/import/stats", http.DefaultClient
+// AdminURL returns the URL of path on the admin port admin (HTTPS when tc is set) and the
+// client to call it with.
+func AdminURL(admin, path string, tc *tls.Config) (string, *http.Client) {
 	if tc != nil {
-		url, client = "https://"+admin+"/import/stats", &http.Client{Transport: &http.Transport{TLSClientConfig: tc}}
+		return "https://" + admin + path, &http.Client{Transport: &http.Transport{TLSClientConfig: tc}}
 	}
+	return "http://" + admin + path, http.DefaultClient
+}
+
+// CreateNew creates n in the target with its data and an open ACL (its own ACL is set later);
+// an existing znode is an error.
+func CreateNew(c *zk.Conn, n *Node) error {
+	_, err := create(c, n, Fail)
+	return err
+}
+
+func postStatChunk(ctx context.Context, admin, cred string, tc *tls.Config, body []byte) error {
+	url, client := AdminURL(admin, "/import/stats", tc)
 	deadline := time.Now().Add(time.Minute)
 	for {
 		req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
