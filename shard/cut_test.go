@@ -18,7 +18,7 @@ func TestCutBlocksEverything(t *testing.T) {
 	if err != nil || !got.Cut || got.Group || got.Move != nil || got.ID != 77 || len(got.Multi.Ops) != 0 {
 		t.Fatalf("decode: %+v, %v", got, err)
 	}
-	if enc := cut.AppendTo(nil); enc[0] != txnPrepareCutV4 {
+	if enc := cut.AppendTo(nil); enc[0] != txnPrepareCutV6 {
 		t.Fatalf("version %d", enc[0])
 	}
 	s := NewState(StateConfig{Tag: 1, OwnsRoot: true})
