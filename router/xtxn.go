@@ -63,8 +63,10 @@ type TxnRequest struct {
 	// anchor committed; for a group, every participant prepared) and the commits to the other
 	// participants are submitted: a
 	// transaction prepared after this on any of them is applied after this one's commit there
-	// (each shard's control proposer keeps its order).
-	Decided func(zxid int64)
+	// (each shard's control proposer keeps its order). For a group, results are its per-op
+	// results as the commit will report them (provisionalResults), derived from the prepares;
+	// nil for other transactions.
+	Decided func(zxid int64, results []wire.MultiResult)
 }
 
 // TxnResult is the outcome of a cross-shard transaction.
@@ -325,12 +327,20 @@ func (r *Router) tryTxn(ctx context.Context, req *TxnRequest, parts []uint64, ro
 	if req.Group {
 		// Every participant holds the group prepared: that is its commit (recovery, probing
 		// them, decides the same), so the commits go to all of them at once.
-		all, err = r.commitGroup(ctx, parts, txnID, zxid, req.Decided)
+		var decided func(int64)
+		if req.Decided != nil {
+			decided = func(z int64) { req.Decided(z, r.provisionalResults(prep, roles, len(req.Multi.Ops), z)) }
+		}
+		all, err = r.commitGroup(ctx, parts, txnID, zxid, decided)
 		if err != nil {
 			return TxnResult{}, false, err
 		}
 	} else {
-		all, retry, err = r.commitTxn(ctx, parts, txnID, zxid, req.Decided)
+		var decided func(int64)
+		if req.Decided != nil {
+			decided = func(z int64) { req.Decided(z, nil) }
+		}
+		all, retry, err = r.commitTxn(ctx, parts, txnID, zxid, decided)
 		if err != nil || retry {
 			return TxnResult{}, retry, err
 		}
@@ -423,6 +433,51 @@ func (r *Router) commitGroup(ctx context.Context, parts []uint64, txnID uint64, 
 		}
 	}
 	return all, nil
+}
+
+// provisionalResults returns a group's per-op results, committed at zxid, from its
+// participants' prepare replies: what the commit will report, without waiting for it. A
+// participant evaluates a group's ops at prepare exactly as at commit (its state does not
+// change in between: docs/design.md §7, "Blocking and its bound"), except for the zxid and
+// time: op i gets GroupZxid(floor<<8|tag, i) and the prepare's batch time there, and
+// GroupZxid(zxid, i) and CommitTime(zxid) at commit. Every zxid of a prepare's results in that
+// provisional range was written by the group's op i (the participant applied nothing at or
+// above its floor), so it maps to GroupZxid(zxid, i); a ctime or mtime is the group's when its
+// czxid or mzxid is (a create sets both pairs, a setData the second).
+func (r *Router) provisionalResults(prep map[uint64]partReply, roles map[uint64][]shard.TxnRole, n int, zxid int64) []wire.MultiResult {
+	results := make([]wire.MultiResult, n)
+	commitTime := CommitTime(zxid)
+	for id, pr := range prep {
+		rs := pr.reply.Results
+		tag := int64(r.Shard(id).Tag())
+		floor := pr.reply.Floor
+		remap := func(v int64) (int64, bool) {
+			if v&0xff != tag {
+				return v, false
+			}
+			if i := v>>8 - floor; i >= 0 && i < int64(n) {
+				return shard.GroupZxid(zxid, int(i)), true
+			}
+			return v, false
+		}
+		for i, role := range roles[id] {
+			if (role != shard.RoleFull && role != shard.RoleNode) || i >= len(rs) {
+				continue
+			}
+			res := rs[i]
+			st := &res.Stat
+			var ok bool
+			if st.Czxid, ok = remap(st.Czxid); ok {
+				st.Ctime = commitTime
+			}
+			if st.Mzxid, ok = remap(st.Mzxid); ok {
+				st.Mtime = commitTime
+			}
+			st.Pzxid, _ = remap(st.Pzxid)
+			results[i] = res
+		}
+	}
+	return results
 }
 
 // CommitTime is the ctime/mtime a transaction committed at zxid gets on every participant: the
