@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sort"
 	"time"
 
@@ -67,6 +68,11 @@ type TxnRequest struct {
 	// results as the commit will report them (provisionalResults), derived from the prepares;
 	// nil for other transactions.
 	Decided func(zxid int64, results []wire.MultiResult)
+	// Commits, when set (a group), may carry the group's commits to the session's next group,
+	// whose TxnRequest.After it is (GroupCommits): each shard's commit then travels with that
+	// group's prepare.
+	Commits *GroupCommits
+	After   *GroupCommits
 }
 
 // TxnResult is the outcome of a cross-shard transaction.
@@ -210,8 +216,12 @@ type partReply struct {
 
 // control submits one txn op to a participant's control proposer and decodes the reply.
 func (r *Router) control(id uint64, op shard.Op, out chan<- partReply) {
-	sh := r.Shard(id)
-	sh.Control.Submit(&Request{Op: op, Done: func(res shard.OpResult, err error) {
+	r.Shard(id).Control.Submit(controlRequest(id, op, out))
+}
+
+// controlRequest is the request of one txn op to participant id, whose decoded reply goes to out.
+func controlRequest(id uint64, op shard.Op, out chan<- partReply) *Request {
+	return &Request{Op: op, Done: func(res shard.OpResult, err error) {
 		pr := partReply{id: id, err: err}
 		if err == nil {
 			if res.Err != wire.ErrOK {
@@ -221,7 +231,7 @@ func (r *Router) control(id uint64, op shard.Op, out chan<- partReply) {
 			}
 		}
 		out <- pr
-	}})
+	}}
 }
 
 // broadcast sends op (built per participant) to every listed participant and collects replies.
@@ -239,6 +249,35 @@ func (r *Router) broadcastThen(ctx context.Context, ids []uint64, op func(id uin
 	if submitted != nil {
 		submitted()
 	}
+	return collect(ctx, ids, out)
+}
+
+// broadcastAfter is broadcast where a participant's op follows, in the same batch, the request
+// before holds for it (a previous group's commit, GroupCommits); the requests of before for
+// other shards are submitted too. h, when not nil, is marked submitted afterwards.
+func (r *Router) broadcastAfter(ctx context.Context, ids []uint64, op func(id uint64) shard.Op, before map[uint64]*Request, h *GroupCommits) (map[uint64]partReply, error) {
+	out := make(chan partReply, len(ids))
+	for _, id := range ids {
+		req := controlRequest(id, op(id), out)
+		if b := before[id]; b != nil {
+			r.Shard(id).Control.SubmitAll(b, req)
+		} else {
+			r.Shard(id).Control.Submit(req)
+		}
+	}
+	for id, b := range before {
+		if !slices.Contains(ids, id) {
+			r.Shard(id).Control.Submit(b)
+		}
+	}
+	if h != nil && before != nil {
+		h.markSubmitted()
+	}
+	return collect(ctx, ids, out)
+}
+
+// collect waits for the replies of the ops submitted to ids.
+func collect(ctx context.Context, ids []uint64, out <-chan partReply) (map[uint64]partReply, error) {
 	got := make(map[uint64]partReply, len(ids))
 	for range ids {
 		select {
@@ -264,7 +303,8 @@ func (r *Router) tryTxn(ctx context.Context, req *TxnRequest, parts []uint64, ro
 	txnID := rand.Uint64() | 1
 	anchor := parts[0]
 	deadline := time.Now().Add(TxnDeadline).UnixMilli()
-	prep, err := r.broadcast(ctx, parts, func(id uint64) shard.Op {
+	// The previous group's commits, when handed to this group, go with its prepares.
+	prep, err := r.broadcastAfter(ctx, parts, func(id uint64) shard.Op {
 		p := shard.TxnPrepare{ID: txnID, Anchor: anchor, Deadline: deadline, Internal: req.Internal,
 			Multi: req.Multi, Roles: roles[id], Group: req.Group}
 		if req.Group {
@@ -272,7 +312,7 @@ func (r *Router) tryTxn(ctx context.Context, req *TxnRequest, parts []uint64, ro
 		}
 		return shard.Op{Session: req.Session, Epoch: req.Epoch, Auth: req.Auth, MinZxid: req.MinZxid, Code: shard.OpTxnPrepare,
 			Body: p.AppendTo(nil)}
-	})
+	}, takeCommits(req.After), req.After)
 	for _, pr := range prep {
 		if err == nil && pr.err != nil {
 			err = pr.err
@@ -331,7 +371,7 @@ func (r *Router) tryTxn(ctx context.Context, req *TxnRequest, parts []uint64, ro
 		if req.Decided != nil {
 			decided = func(z int64) { req.Decided(z, r.provisionalResults(prep, roles, len(req.Multi.Ops), z)) }
 		}
-		all, err = r.commitGroup(ctx, parts, txnID, zxid, decided)
+		all, err = r.commitGroup(ctx, parts, txnID, zxid, decided, req.Commits)
 		if err != nil {
 			return TxnResult{}, false, err
 		}
@@ -413,14 +453,21 @@ func (r *Router) commitTxn(ctx context.Context, parts []uint64, txnID uint64, zx
 
 // commitGroup commits a group transaction prepared on every participant under zxid, on all of
 // them at once: a group is decided once all its participants hold it prepared (RecoverTxn
-// probes them and reaches the same decision, with the same zxid from the same floors).
-func (r *Router) commitGroup(ctx context.Context, parts []uint64, txnID uint64, zxid int64, decided func(int64)) (map[uint64]partReply, error) {
+// probes them and reaches the same decision, with the same zxid from the same floors). The
+// commits may be handed to the session's next group through h (GroupCommits).
+func (r *Router) commitGroup(ctx context.Context, parts []uint64, txnID uint64, zxid int64, decided func(int64), h *GroupCommits) (map[uint64]partReply, error) {
 	commit := shard.Op{Code: shard.OpTxnCommit, Body: (&shard.TxnCommit{ID: txnID, Zxid: zxid, Time: CommitTime(zxid)}).AppendTo(nil)}
-	all, err := r.broadcastThen(ctx, parts, func(uint64) shard.Op { return commit }, func() {
+	out := make(chan partReply, len(parts))
+	reqs := make(map[uint64]*Request, len(parts))
+	for _, id := range parts {
+		reqs[id] = controlRequest(id, commit, out)
+	}
+	r.submitCommits(h, reqs, func() {
 		if decided != nil {
 			decided(zxid)
 		}
 	})
+	all, err := collect(ctx, parts, out)
 	if err != nil {
 		return nil, err
 	}

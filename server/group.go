@@ -58,9 +58,11 @@ type writeGroup struct {
 	// group starts).
 	end uint64
 	// decided is closed once the group, run as a transaction, is decided to commit and its
-	// commits are submitted to every participant; top is then its last write's zxid.
+	// commits are submitted to every participant or handed to the next group (commits); top is
+	// then its last write's zxid.
 	decided chan struct{}
 	top     int64
+	commits *router.GroupCommits
 	// prev is the group started before this one, if any (with or without requests between).
 	prev *writeGroup
 	// applied is closed once prev's is and the group's writes are applied on this server, or
@@ -132,9 +134,10 @@ func (c *conn) joinGroup(h wire.RequestHeader, rec wire.Record, body []byte, sh 
 			return false, false
 		}
 		c.group = &writeGroup{session: c.sessionID, epoch: c.epoch, auth: c.AuthIDs(), decided: make(chan struct{}),
-			prev: c.lastGroup, applied: make(chan struct{})}
+			prev: c.lastGroup, applied: make(chan struct{}), commits: router.NewGroupCommits()}
 		if p := c.lastGroup; p != nil && p.end == c.reservedSlots() {
 			c.group.after = p
+			p.commits.Want() // this group's prepares may carry p's commits
 		}
 	}
 	g := c.group
@@ -222,13 +225,19 @@ func (c *conn) runGroup(g *writeGroup) {
 	defer cancel()
 	replied := false // set by Decided, on this goroutine (RunTxn calls it)
 	req := &router.TxnRequest{Session: g.session, Epoch: g.epoch, Auth: g.auth,
-		MinZxid: max(c.lastZxid.Load(), minZxid), Multi: m, Group: true,
+		MinZxid: max(c.lastZxid.Load(), minZxid), Multi: m, Group: true, Commits: g.commits,
 		Decided: func(z int64, results []wire.MultiResult) {
 			g.top = shard.GroupZxid(z, len(g.ops)-1)
 			replied = c.replyAtDecision(g, z, results)
 			close(g.decided)
 		}}
+	if g.after != nil {
+		req.After = g.after.commits
+	}
 	res, err := r.RunTxn(ctx, req, roles)
+	if g.commits.Handed() {
+		c.s.o.Metrics.groupCommitsHanded.Inc()
+	}
 	switch {
 	case replied:
 		// Every write has its reply: the group is decided, so it commits on every participant
