@@ -20,8 +20,8 @@ import (
 // it submits its prepares. Either way each shard's control proposer receives the commit first.
 
 // handoffWait is how long a decided group's coordinator waits for the next group to take its
-// commits before it submits them itself.
-const handoffWait = 5 * time.Millisecond
+// commits before it submits them itself (a variable for tests).
+var handoffWait = 5 * time.Millisecond
 
 // Handoff states.
 const (

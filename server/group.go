@@ -25,9 +25,11 @@ import (
 // writes go to that shard's proposer in order; over several, as one cross-shard transaction
 // whose ops succeed or fail one by one (router.TxnRequest.Group), so the whole group takes
 // effect at once on every shard it touches, or nowhere, each write with its own zxid in the
-// session's order (shard.GroupZxid). Writes read while a group runs form
-// the next group. Any other request (a read, a multi, a sync, an auth packet, a write that
-// cannot join) starts the pending group at once and then waits behind it as behind any write.
+// session's order (shard.GroupZxid). A group transaction's writes are answered at its decision
+// (replyAtDecision). Writes read while a group runs form the next group, which takes the
+// earlier group's commits along with its own prepares (router.GroupCommits). Any other request
+// (a read, a multi, a sync, an auth packet, a write that cannot join) starts the pending group
+// at once and then waits behind it as behind any write, until it is applied here.
 
 // Bounds of one group: its ops travel in one Raft entry per participant.
 const (
