@@ -62,9 +62,9 @@ type TxnRequest struct {
 	Group bool
 	// Decided, when set, is called once the transaction is decided to commit at zxid (its
 	// anchor committed; for a group, every participant prepared) and the commits to the other
-	// participants are submitted: a
-	// transaction prepared after this on any of them is applied after this one's commit there
-	// (each shard's control proposer keeps its order). For a group, results are its per-op
+	// participants are submitted, or offered to the next group (Commits): a transaction
+	// prepared after this on any of them is applied after this one's commit there (each
+	// shard's control proposer keeps its order). For a group, results are its per-op
 	// results as the commit will report them (provisionalResults), derived from the prepares;
 	// nil for other transactions.
 	Decided func(zxid int64, results []wire.MultiResult)
