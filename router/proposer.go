@@ -151,15 +151,24 @@ func newProposerID() uint64 {
 }
 
 // Submit queues a request. It never blocks; after Stop, Done is called with ErrStopped.
-func (p *Proposer) Submit(r *Request) {
+func (p *Proposer) Submit(r *Request) { p.SubmitAll(r) }
+
+// SubmitAll queues requests in order at once: no batch is cut between them, so they travel in
+// one Raft entry unless it would pass MaxBatchOps or MaxBatchBytes. It never blocks; after
+// Stop, each Done is called with ErrStopped.
+func (p *Proposer) SubmitAll(rs ...*Request) {
 	p.mu.Lock()
 	if p.mu.stopped {
 		p.mu.Unlock()
-		r.Done(shard.OpResult{}, ErrStopped)
+		for _, r := range rs {
+			r.Done(shard.OpResult{}, ErrStopped)
+		}
 		return
 	}
-	p.mu.queue = append(p.mu.queue, r)
-	p.mu.bytes += len(r.Op.Body) + 64
+	for _, r := range rs {
+		p.mu.queue = append(p.mu.queue, r)
+		p.mu.bytes += len(r.Op.Body) + 64
+	}
 	p.mu.Unlock()
 	select {
 	case p.wake <- struct{}{}:

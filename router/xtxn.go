@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sort"
 	"time"
 
@@ -62,10 +63,17 @@ type TxnRequest struct {
 	Group bool
 	// Decided, when set, is called once the transaction is decided to commit at zxid (its
 	// anchor committed; for a group, every participant prepared) and the commits to the other
-	// participants are submitted: a
-	// transaction prepared after this on any of them is applied after this one's commit there
-	// (each shard's control proposer keeps its order).
-	Decided func(zxid int64)
+	// participants are submitted, or offered to the next group (Commits): a transaction
+	// prepared after this on any of them is applied after this one's commit there (each
+	// shard's control proposer keeps its order). For a group, results are its per-op
+	// results as the commit will report them (provisionalResults), derived from the prepares;
+	// nil for other transactions.
+	Decided func(zxid int64, results []wire.MultiResult)
+	// Commits, when set (a group), may carry the group's commits to the session's next group,
+	// whose TxnRequest.After it is (GroupCommits): each shard's commit then travels with that
+	// group's prepare.
+	Commits *GroupCommits
+	After   *GroupCommits
 }
 
 // TxnResult is the outcome of a cross-shard transaction.
@@ -209,8 +217,12 @@ type partReply struct {
 
 // control submits one txn op to a participant's control proposer and decodes the reply.
 func (r *Router) control(id uint64, op shard.Op, out chan<- partReply) {
-	sh := r.Shard(id)
-	sh.Control.Submit(&Request{Op: op, Done: func(res shard.OpResult, err error) {
+	r.Shard(id).Control.Submit(controlRequest(id, op, out))
+}
+
+// controlRequest is the request of one txn op to participant id, whose decoded reply goes to out.
+func controlRequest(id uint64, op shard.Op, out chan<- partReply) *Request {
+	return &Request{Op: op, Done: func(res shard.OpResult, err error) {
 		pr := partReply{id: id, err: err}
 		if err == nil {
 			if res.Err != wire.ErrOK {
@@ -220,7 +232,7 @@ func (r *Router) control(id uint64, op shard.Op, out chan<- partReply) {
 			}
 		}
 		out <- pr
-	}})
+	}}
 }
 
 // broadcast sends op (built per participant) to every listed participant and collects replies.
@@ -238,6 +250,35 @@ func (r *Router) broadcastThen(ctx context.Context, ids []uint64, op func(id uin
 	if submitted != nil {
 		submitted()
 	}
+	return collect(ctx, ids, out)
+}
+
+// broadcastAfter is broadcast where a participant's op follows, in the same batch, the request
+// before holds for it (a previous group's commit, GroupCommits); the requests of before for
+// other shards are submitted too. h, when not nil, is marked submitted afterwards.
+func (r *Router) broadcastAfter(ctx context.Context, ids []uint64, op func(id uint64) shard.Op, before map[uint64]*Request, h *GroupCommits) (map[uint64]partReply, error) {
+	out := make(chan partReply, len(ids))
+	for _, id := range ids {
+		req := controlRequest(id, op(id), out)
+		if b := before[id]; b != nil {
+			r.Shard(id).Control.SubmitAll(b, req)
+		} else {
+			r.Shard(id).Control.Submit(req)
+		}
+	}
+	for id, b := range before {
+		if !slices.Contains(ids, id) {
+			r.Shard(id).Control.Submit(b)
+		}
+	}
+	if h != nil && before != nil {
+		h.markSubmitted()
+	}
+	return collect(ctx, ids, out)
+}
+
+// collect waits for the replies of the ops submitted to ids.
+func collect(ctx context.Context, ids []uint64, out <-chan partReply) (map[uint64]partReply, error) {
 	got := make(map[uint64]partReply, len(ids))
 	for range ids {
 		select {
@@ -264,7 +305,8 @@ func (r *Router) tryTxn(ctx context.Context, req *TxnRequest, parts []uint64, ro
 	anchor := parts[0]
 	deadline := time.Now().Add(TxnDeadline).UnixMilli()
 	quota := r.QuotaMode()
-	prep, err := r.broadcast(ctx, parts, func(id uint64) shard.Op {
+	// The previous group's commits, when handed to this group, go with its prepares.
+	prep, err := r.broadcastAfter(ctx, parts, func(id uint64) shard.Op {
 		p := shard.TxnPrepare{ID: txnID, Anchor: anchor, Deadline: deadline, Internal: req.Internal,
 			Multi: req.Multi, Roles: roles[id], Group: req.Group, Quota: quota}
 		if req.Group {
@@ -272,7 +314,7 @@ func (r *Router) tryTxn(ctx context.Context, req *TxnRequest, parts []uint64, ro
 		}
 		return shard.Op{Session: req.Session, Epoch: req.Epoch, Auth: req.Auth, MinZxid: req.MinZxid, Code: shard.OpTxnPrepare,
 			Body: p.AppendTo(nil)}
-	})
+	}, takeCommits(req.After), req.After)
 	for _, pr := range prep {
 		if err == nil && pr.err != nil {
 			err = pr.err
@@ -327,12 +369,20 @@ func (r *Router) tryTxn(ctx context.Context, req *TxnRequest, parts []uint64, ro
 	if req.Group {
 		// Every participant holds the group prepared: that is its commit (recovery, probing
 		// them, decides the same), so the commits go to all of them at once.
-		all, err = r.commitGroup(ctx, parts, txnID, zxid, req.Decided)
+		var decided func(int64)
+		if req.Decided != nil {
+			decided = func(z int64) { req.Decided(z, r.provisionalResults(prep, roles, len(req.Multi.Ops), z)) }
+		}
+		all, err = r.commitGroup(ctx, parts, txnID, zxid, decided, req.Commits)
 		if err != nil {
 			return TxnResult{}, false, err
 		}
 	} else {
-		all, retry, err = r.commitTxn(ctx, parts, txnID, zxid, req.Decided)
+		var decided func(int64)
+		if req.Decided != nil {
+			decided = func(z int64) { req.Decided(z, nil) }
+		}
+		all, retry, err = r.commitTxn(ctx, parts, txnID, zxid, decided)
 		if err != nil || retry {
 			return TxnResult{}, retry, err
 		}
@@ -405,14 +455,21 @@ func (r *Router) commitTxn(ctx context.Context, parts []uint64, txnID uint64, zx
 
 // commitGroup commits a group transaction prepared on every participant under zxid, on all of
 // them at once: a group is decided once all its participants hold it prepared (RecoverTxn
-// probes them and reaches the same decision, with the same zxid from the same floors).
-func (r *Router) commitGroup(ctx context.Context, parts []uint64, txnID uint64, zxid int64, decided func(int64)) (map[uint64]partReply, error) {
+// probes them and reaches the same decision, with the same zxid from the same floors). The
+// commits may be handed to the session's next group through h (GroupCommits).
+func (r *Router) commitGroup(ctx context.Context, parts []uint64, txnID uint64, zxid int64, decided func(int64), h *GroupCommits) (map[uint64]partReply, error) {
 	commit := shard.Op{Code: shard.OpTxnCommit, Body: (&shard.TxnCommit{ID: txnID, Zxid: zxid, Time: CommitTime(zxid)}).AppendTo(nil)}
-	all, err := r.broadcastThen(ctx, parts, func(uint64) shard.Op { return commit }, func() {
+	out := make(chan partReply, len(parts))
+	reqs := make(map[uint64]*Request, len(parts))
+	for _, id := range parts {
+		reqs[id] = controlRequest(id, commit, out)
+	}
+	r.submitCommits(h, reqs, func() {
 		if decided != nil {
 			decided(zxid)
 		}
 	})
+	all, err := collect(ctx, parts, out)
 	if err != nil {
 		return nil, err
 	}
@@ -425,6 +482,51 @@ func (r *Router) commitGroup(ctx context.Context, parts []uint64, txnID uint64, 
 		}
 	}
 	return all, nil
+}
+
+// provisionalResults returns a group's per-op results, committed at zxid, from its
+// participants' prepare replies: what the commit will report, without waiting for it. A
+// participant evaluates a group's ops at prepare exactly as at commit (its state does not
+// change in between: docs/design.md §7, "Blocking and its bound"), except for the zxid and
+// time: op i gets GroupZxid(floor<<8|tag, i) and the prepare's batch time there, and
+// GroupZxid(zxid, i) and CommitTime(zxid) at commit. Every zxid of a prepare's results in that
+// provisional range was written by the group's op i (the participant applied nothing at or
+// above its floor), so it maps to GroupZxid(zxid, i); a ctime or mtime is the group's when its
+// czxid or mzxid is (a create sets both pairs, a setData the second).
+func (r *Router) provisionalResults(prep map[uint64]partReply, roles map[uint64][]shard.TxnRole, n int, zxid int64) []wire.MultiResult {
+	results := make([]wire.MultiResult, n)
+	commitTime := CommitTime(zxid)
+	for id, pr := range prep {
+		rs := pr.reply.Results
+		tag := int64(r.Shard(id).Tag())
+		floor := pr.reply.Floor
+		remap := func(v int64) (int64, bool) {
+			if v&0xff != tag {
+				return v, false
+			}
+			if i := v>>8 - floor; i >= 0 && i < int64(n) {
+				return shard.GroupZxid(zxid, int(i)), true
+			}
+			return v, false
+		}
+		for i, role := range roles[id] {
+			if (role != shard.RoleFull && role != shard.RoleNode) || i >= len(rs) {
+				continue
+			}
+			res := rs[i]
+			st := &res.Stat
+			var ok bool
+			if st.Czxid, ok = remap(st.Czxid); ok {
+				st.Ctime = commitTime
+			}
+			if st.Mzxid, ok = remap(st.Mzxid); ok {
+				st.Mtime = commitTime
+			}
+			st.Pzxid, _ = remap(st.Pzxid)
+			results[i] = res
+		}
+	}
+	return results
 }
 
 // CommitTime is the ctime/mtime a transaction committed at zxid gets on every participant: the

@@ -188,8 +188,9 @@ func (c *conn) complete(sl *slot, frame []byte) {
 	}
 }
 
-// waitIdle blocks until every earlier request of the connection has its reply queued. It
-// starts a pending group first (request goroutine only), whose replies it then waits for.
+// waitIdle blocks until every earlier request of the connection has its reply queued and its
+// last group is applied on this server (group.go, replyAtDecision). It starts a pending group
+// first (request goroutine only), whose replies it then waits for.
 func (c *conn) waitIdle() bool {
 	c.flushGroup()
 	c.out.Lock()
@@ -199,15 +200,14 @@ func (c *conn) waitIdle() bool {
 	if closed {
 		return false
 	}
-	if ch == nil {
-		return true
+	if ch != nil {
+		select {
+		case <-ch:
+		case <-c.writerEnd:
+			return false
+		}
 	}
-	select {
-	case <-ch:
-		return true
-	case <-c.writerEnd:
-		return false
-	}
+	return c.waitGroupApplied(c.lastGroup)
 }
 
 // headWaiter is a channel to close once every request before sl has its reply queued.
@@ -254,8 +254,12 @@ func (c *conn) reservedSlots() uint64 {
 	return c.out.reserved
 }
 
-// idle reports whether every request of the connection has its reply queued.
+// idle reports whether every request of the connection has its reply queued and its last
+// group is applied on this server (request goroutine only).
 func (c *conn) idle() bool {
+	if !isApplied(c.lastGroup) {
+		return false
+	}
 	c.out.Lock()
 	defer c.out.Unlock()
 	return len(c.out.slots) == 0

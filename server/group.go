@@ -25,9 +25,11 @@ import (
 // writes go to that shard's proposer in order; over several, as one cross-shard transaction
 // whose ops succeed or fail one by one (router.TxnRequest.Group), so the whole group takes
 // effect at once on every shard it touches, or nowhere, each write with its own zxid in the
-// session's order (shard.GroupZxid). Writes read while a group runs form
-// the next group. Any other request (a read, a multi, a sync, an auth packet, a write that
-// cannot join) starts the pending group at once and then waits behind it as behind any write.
+// session's order (shard.GroupZxid). A group transaction's writes are answered at its decision
+// (replyAtDecision). Writes read while a group runs form the next group, which takes the
+// earlier group's commits along with its own prepares (router.GroupCommits). Any other request
+// (a read, a multi, a sync, an auth packet, a write that cannot join) starts the pending group
+// at once and then waits behind it as behind any write, until it is applied here.
 
 // Bounds of one group: its ops travel in one Raft entry per participant.
 const (
@@ -58,9 +60,19 @@ type writeGroup struct {
 	// group starts).
 	end uint64
 	// decided is closed once the group, run as a transaction, is decided to commit and its
-	// commits are submitted to every participant; top is then its last write's zxid.
+	// commits are submitted to every participant or handed to the next group (commits); top is
+	// then its last write's zxid.
 	decided chan struct{}
 	top     int64
+	commits *router.GroupCommits
+	// prev is the group started before this one, if any (with or without requests between).
+	prev *writeGroup
+	// applied is closed once prev's is and the group's writes are applied on this server, or
+	// their replies are queued only after they are (writes proposed to a shard's proposer), or
+	// the group ended otherwise (it failed, the connection closed). A group whose replies were
+	// queued at its decision (replyAtDecision) may not be applied yet then: the connection is
+	// idle only once its last group is applied (conn.idle).
+	applied chan struct{}
 }
 
 // groupedWrite is one client write of a group.
@@ -123,9 +135,11 @@ func (c *conn) joinGroup(h wire.RequestHeader, rec wire.Record, body []byte, sh 
 		if !c.awaitOwned() {
 			return false, false
 		}
-		c.group = &writeGroup{session: c.sessionID, epoch: c.epoch, auth: c.AuthIDs(), decided: make(chan struct{})}
+		c.group = &writeGroup{session: c.sessionID, epoch: c.epoch, auth: c.AuthIDs(), decided: make(chan struct{}),
+			prev: c.lastGroup, applied: make(chan struct{}), commits: router.NewGroupCommits()}
 		if p := c.lastGroup; p != nil && p.end == c.reservedSlots() {
 			c.group.after = p
+			p.commits.Want() // this group's prepares may carry p's commits
 		}
 	}
 	g := c.group
@@ -165,12 +179,12 @@ func (c *conn) flushGroup() {
 // writes before that group's commit is applied on another shard finds that group prepared
 // there and waits for it (router.EnsureClosed), as for any transaction.
 func (c *conn) runGroup(g *writeGroup) {
+	defer c.groupApplied(g)
 	r := c.s.o.Router
 	m := wire.MultiRequest{Ops: g.ops}
-	_, roles := r.PlanMulti(&m)
 	var early <-chan struct{} // nil: wait for every earlier reply
-	if roles != nil && g.after != nil {
-		early = g.after.decided
+	if g.after != nil {
+		early = g.after.decided // closed only if it ran as a transaction
 	}
 	minZxid := int64(0)
 	select {
@@ -183,21 +197,10 @@ func (c *conn) runGroup(g *writeGroup) {
 		}
 		return
 	}
-	one, roles := r.PlanMulti(&m) // again: a subtree may have moved meanwhile
-	if roles == nil {
-		if minZxid != 0 {
-			// Planned over several shards, now on one: its proposer does not order these
-			// writes behind the earlier group's commit, so they wait for its replies.
-			select {
-			case <-g.ready:
-			case <-c.writerEnd:
-				for _, w := range g.writes {
-					c.complete(w.sl, nil)
-				}
-				return
-			}
-		}
-		// Every write on one shard: its proposer keeps them in order.
+	one, roles := r.PlanMulti(&m) // a subtree may have moved since the writes were read
+	if roles == nil && minZxid == 0 && isApplied(g.prev) {
+		// Every write on one shard, every earlier reply queued and every earlier group
+		// applied here: its proposer keeps them in order.
 		var viewZxid int64
 		if v := one.View(); v != nil {
 			viewZxid = v.Zxid()
@@ -209,16 +212,41 @@ func (c *conn) runGroup(g *writeGroup) {
 		}
 		return
 	}
+	if roles == nil {
+		// On one shard, behind a group that is decided but may not be applied yet (its
+		// replies may have been queued at its decision): that shard's data proposer is not
+		// ordered behind the group's commit, its control proposer is. So these writes run
+		// as a group transaction too, with one participant.
+		full := make([]shard.TxnRole, len(g.ops))
+		for i := range full {
+			full[i] = shard.RoleFull
+		}
+		roles = map[uint64][]shard.TxnRole{one.ID: full}
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), c.writeTimeout())
 	defer cancel()
+	replied := false // set by Decided, on this goroutine (RunTxn calls it)
 	req := &router.TxnRequest{Session: g.session, Epoch: g.epoch, Auth: g.auth,
-		MinZxid: max(c.lastZxid.Load(), minZxid), Multi: m, Group: true,
-		Decided: func(z int64) {
+		MinZxid: max(c.lastZxid.Load(), minZxid), Multi: m, Group: true, Commits: g.commits,
+		Decided: func(z int64, results []wire.MultiResult) {
 			g.top = shard.GroupZxid(z, len(g.ops)-1)
+			replied = c.replyAtDecision(g, z, results)
 			close(g.decided)
 		}}
+	if g.after != nil {
+		req.After = g.after.commits
+	}
 	res, err := r.RunTxn(ctx, req, roles)
+	if g.commits.Handed() {
+		c.s.o.Metrics.groupCommitsHanded.Inc()
+	}
 	switch {
+	case replied:
+		// Every write has its reply: the group is decided, so it commits on every participant
+		// (recovery would commit it if this server's commits were lost).
+		if err != nil && !errors.Is(err, router.ErrStopped) {
+			c.s.o.Log.Warn("group replied at its decision, commit not seen applied here", "session", sessionHex(c.sessionID), "err", err)
+		}
 	case errors.Is(err, router.ErrGroupBusy):
 		c.s.o.Metrics.groupsBusy.Inc()
 		c.runInOrder(g)
@@ -246,6 +274,61 @@ func (c *conn) runGroup(g *writeGroup) {
 	}
 }
 
+// replyAtDecision queues the replies of g's writes once g is decided to commit at zxid, from
+// the results its prepares report (router.TxnRequest.Decided), before its commits are applied:
+// a write's reply then waits one Raft round (the prepare), not two. It does not when the
+// connection holds a watch (a grouped write may trigger it, and its event must be queued before
+// the reply, design.md §3), and reports whether it did. Until g is applied here the connection
+// is not idle (conn.idle): its later requests that need every earlier write applied (reads, a
+// write to one shard proposed alone, a multi, a ping) wait for that as before. A later group
+// over several shards does not; its prepares follow g's commits on every shard (runGroup).
+func (c *conn) replyAtDecision(g *writeGroup, zxid int64, results []wire.MultiResult) bool {
+	if c.watched.Load() || len(results) != len(g.writes) {
+		return false
+	}
+	for i, w := range g.writes {
+		z := shard.GroupZxid(zxid, i)
+		c.auditWrite(w.h.Op, w.rec, results[i].Err, results[i].Path)
+		c.complete(w.sl, c.frame(w.h.Xid, results[i].Err, z, groupReplyBody(w.h.Op, &results[i])))
+		c.countReply(results[i].Err)
+	}
+	c.s.o.Metrics.groupsRepliedAtDecision.Inc()
+	return true
+}
+
+// groupApplied closes g.applied once g's predecessor is applied (or the connection closed).
+func (c *conn) groupApplied(g *writeGroup) {
+	c.waitGroupApplied(g.prev)
+	close(g.applied)
+}
+
+// isApplied reports whether g (nil: none) is applied on this server.
+func isApplied(g *writeGroup) bool {
+	if g == nil {
+		return true
+	}
+	select {
+	case <-g.applied:
+		return true
+	default:
+		return false
+	}
+}
+
+// waitGroupApplied waits until g (nil: none) is applied on this server; false if the connection
+// closed first.
+func (c *conn) waitGroupApplied(g *writeGroup) bool {
+	if g == nil {
+		return true
+	}
+	select {
+	case <-g.applied:
+		return true
+	case <-c.writerEnd:
+		return false
+	}
+}
+
 // runInOrder proposes g's writes without a transaction, after a group transaction met another
 // one (router.ErrGroupBusy; nothing of it applied): as writes that join no group are, each to
 // its shard's proposer, a write to another shard than the previous one only once every earlier
@@ -253,6 +336,12 @@ func (c *conn) runGroup(g *writeGroup) {
 // abort each other's prepares over and over; this way they degrade to one Raft round per change
 // of shard and always progress.
 func (c *conn) runInOrder(g *writeGroup) {
+	if !c.waitGroupApplied(g.prev) {
+		for _, w := range g.writes {
+			c.complete(w.sl, nil)
+		}
+		return
+	}
 	var prev uint64
 	for i, w := range g.writes {
 		plan := c.planWrite(w.h.Op, w.rec)

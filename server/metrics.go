@@ -24,6 +24,10 @@ type Metrics struct {
 	groups        prometheus.Counter
 	groupedWrites prometheus.Counter
 	groupsBusy    prometheus.Counter
+	// groupsRepliedAtDecision counts groups whose replies were queued at their decision.
+	groupsRepliedAtDecision prometheus.Counter
+	// groupCommitsHanded counts groups whose commits travelled with the next group's prepares.
+	groupCommitsHanded prometheus.Counter
 
 	// Pre-resolved children of the vectors, so the request path does no label lookups.
 	byOp      map[wire.OpCode]prometheus.Counter
@@ -64,6 +68,10 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "Writes that ran in a group (corral_write_groups_total)."}),
 		groupsBusy: prometheus.NewCounter(prometheus.CounterOpts{Name: "corral_write_groups_busy_total",
 			Help: "Groups whose transaction met another one and whose writes then went one shard at a time."}),
+		groupsRepliedAtDecision: prometheus.NewCounter(prometheus.CounterOpts{Name: "corral_write_groups_replied_at_decision_total",
+			Help: "Groups whose replies were queued once every participant had prepared them, before their commits applied."}),
+		groupCommitsHanded: prometheus.NewCounter(prometheus.CounterOpts{Name: "corral_write_groups_commits_handed_total",
+			Help: "Groups whose commits travelled in the same Raft entries as the next group's prepares."}),
 	}
 	m.byOp = map[wire.OpCode]prometheus.Counter{}
 	for op, name := range opNames {
@@ -74,7 +82,8 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m.writeLat = m.latency.WithLabelValues("write")
 	if reg != nil {
 		reg.MustRegister(m.connections, m.outstanding, m.requests, m.latency, m.errors, m.watchEvents, m.rerouted, m.throttled,
-			m.leaseWaits, m.leaseDrops, m.stuckDrops, m.groups, m.groupedWrites, m.groupsBusy)
+			m.leaseWaits, m.leaseDrops, m.stuckDrops, m.groups, m.groupedWrites, m.groupsBusy,
+			m.groupsRepliedAtDecision, m.groupCommitsHanded)
 	}
 	return m
 }

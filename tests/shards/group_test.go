@@ -36,20 +36,11 @@ import (
 // barrier, and every zxid carries its shard's tag: a server that fell back to the barrier for
 // all of them would fail here, not pass slowly.
 func TestSessionPipelinesAcrossShards(t *testing.T) {
-	c := startEnsemble(t, inProcess)
-	addrs := c.Addrs()
-	names := namesOn(t, c, "gp", dataShards...)
+	addrs, names, rc := groupSession(t, "gp")
 	tagOf := map[string]int64{}
 	for i, n := range names {
 		tagOf[n] = int64(i + 1) // placement's tags: data shard i has tag i+1
 	}
-	waitFormatLevel(t, c.(*inproc), format.Supported)
-	zc := connectZK(t, addrs[0])
-	for _, n := range names {
-		mustCreate(t, zc, "/"+n, "")
-	}
-
-	rc := dialRaw(t, addrs[0], client.Options{})
 	type reply struct {
 		seq  int
 		path string
@@ -196,6 +187,22 @@ func TestSessionPipelinesAcrossShards(t *testing.T) {
 			time.Sleep(50 * time.Millisecond)
 		}
 	}
+}
+
+// groupSession starts an in-process ensemble at its newest format level (groups need 4), creates one
+// top-level znode per data shard (prefix plus a number, in shard order) and dials a raw client
+// session to server 1, whose pipelined writes over those subtrees run in groups.
+func groupSession(t *testing.T, prefix string) (addrs, names []string, rc *client.Conn) {
+	t.Helper()
+	c := startEnsemble(t, inProcess)
+	addrs = c.Addrs()
+	names = namesOn(t, c, prefix, dataShards...)
+	waitFormatLevel(t, c.(*inproc), format.Supported)
+	zc := connectZK(t, addrs[0])
+	for _, n := range names {
+		mustCreate(t, zc, "/"+n, "")
+	}
+	return addrs, names, dialRaw(t, addrs[0], client.Options{})
 }
 
 // waitFormatLevel waits until every server's session table holds at least level active: a new

@@ -1,0 +1,147 @@
+package router
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/corral/corral/shard"
+	"github.com/corral/corral/wire"
+)
+
+// stateRaft applies a shard's batches to a shard.State in proposal order and records the op
+// codes of every applied control batch.
+type stateRaft struct {
+	mu      sync.Mutex
+	st      *shard.State
+	control [][]wire.OpCode
+}
+
+func (f *stateRaft) propose(_ context.Context, cmd []byte) (func() ([]byte, error), error) {
+	b, err := shard.DecodeBatch(cmd)
+	if err != nil {
+		return nil, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	res, _ := f.st.Apply(&b)
+	if b.Control && res.Status == shard.BatchApplied {
+		codes := make([]wire.OpCode, len(b.Ops))
+		for i := range b.Ops {
+			codes[i] = b.Ops[i].Code
+		}
+		f.control = append(f.control, codes)
+	}
+	out := res.AppendTo(nil)
+	return func() ([]byte, error) { return out, nil }, nil
+}
+
+// TestGroupCommitsTravelWithNextPrepares: two group transactions of one session over two
+// shards, the second prepared at the first's decision with the first's commits handed to it
+// (GroupCommits). On each shard the first's commit and the second's prepare are applied in one
+// control batch, commit first; both groups commit; and the results each reported at its
+// decision (provisionalResults, from the prepares) equal, field by field, the ones its commits
+// reported — stats included, for creates and setDatas of nodes the same group or the one before
+// wrote.
+func TestGroupCommitsTravelWithNextPrepares(t *testing.T) {
+	defer func(d time.Duration) { handoffWait = d }(handoffWait)
+	handoffWait = time.Minute // the test takes them; never taken back
+
+	r := New([]uint64{2, 3}, []uint8{1, 2}, PlaceHash, nil)
+	rafts := map[uint64]*stateRaft{
+		2: {st: shard.NewState(shard.StateConfig{Tag: 1, OwnsRoot: true, Root: "/"})},
+		3: {st: shard.NewState(shard.StateConfig{Tag: 2})},
+	}
+	for id, f := range rafts {
+		sh := r.Shard(id)
+		sh.Control = NewProposer(id, f.propose, ProposerOptions{Control: true})
+		defer sh.Control.Stop()
+	}
+	create := func(path string) wire.MultiOp {
+		return wire.MultiOp{Op: wire.OpCreate2, Create: &wire.CreateRequest{Path: path, Data: []byte("v"), ACL: wire.OpenACLUnsafe}}
+	}
+	setData := func(path string) wire.MultiOp {
+		return wire.MultiOp{Op: wire.OpSetData, SetData: &wire.SetDataRequest{Path: path, Data: []byte("longer"), Version: -1}}
+	}
+	// /a lives on shard 2 (the root shard), /b on shard 3: a top-level create there is a node
+	// side on 3 and a parent side on 2.
+	roles := func(ops []wire.MultiOp) map[uint64][]shard.TxnRole {
+		rs := map[uint64][]shard.TxnRole{2: make([]shard.TxnRole, len(ops)), 3: make([]shard.TxnRole, len(ops))}
+		for i, op := range ops {
+			path, _, _, _ := opTarget(&op)
+			switch {
+			case path == "/b":
+				rs[2][i], rs[3][i] = shard.RoleParent, shard.RoleNode
+			case path == "/a" || path[:3] == "/a/":
+				rs[2][i] = shard.RoleFull
+			default:
+				rs[3][i] = shard.RoleFull
+			}
+		}
+		return rs
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+
+	type run struct {
+		h       *GroupCommits
+		decided chan struct{}
+		early   []wire.MultiResult
+		top     int64
+		res     TxnResult
+		err     error
+		done    chan struct{}
+	}
+	start := func(ops []wire.MultiOp, minZxid int64, after *GroupCommits, next bool) *run {
+		g := &run{h: NewGroupCommits(), decided: make(chan struct{}), done: make(chan struct{})}
+		if next {
+			g.h.Want()
+		}
+		req := &TxnRequest{Session: 1, MinZxid: minZxid, Multi: wire.MultiRequest{Ops: ops}, Group: true,
+			Commits: g.h, After: after, Decided: func(z int64, results []wire.MultiResult) {
+				g.early, g.top = results, shard.GroupZxid(z, len(ops)-1)
+				close(g.decided)
+			}}
+		go func() {
+			defer close(g.done)
+			g.res, g.err = r.RunTxn(ctx, req, roles(ops))
+		}()
+		return g
+	}
+	first := []wire.MultiOp{create("/a"), create("/b"), create("/a/x"), create("/b/y"), setData("/b/y"), setData("/a")}
+	second := []wire.MultiOp{setData("/a/x"), create("/b/z"), setData("/b"), create("/a/w"), setData("/b/z")}
+	g1 := start(first, 0, nil, true)
+	<-g1.decided
+	g2 := start(second, g1.top, g1.h, false)
+	for i, g := range []*run{g1, g2} {
+		<-g.done
+		if g.err != nil || g.res.Failed {
+			t.Fatalf("group %d: %+v, %v", i+1, g.res, g.err)
+		}
+		for k := range g.res.Results {
+			if got, want := fmt.Sprintf("%+v", g.early[k]), fmt.Sprintf("%+v", g.res.Results[k]); got != want {
+				t.Fatalf("group %d op %d: reported at the decision %s, committed %s", i+1, k, got, want)
+			}
+		}
+	}
+	if !g1.h.Handed() {
+		t.Fatal("the second group did not take the first one's commits")
+	}
+	for id, f := range rafts {
+		f.mu.Lock()
+		batches := slices.Clone(f.control)
+		f.mu.Unlock()
+		found := false
+		for _, codes := range batches {
+			if slices.Equal(codes, []wire.OpCode{shard.OpTxnCommit, shard.OpTxnPrepare}) {
+				found = true
+			}
+		}
+		if !found {
+			t.Fatalf("shard %d: no control batch holds a commit and then a prepare: %v", id, batches)
+		}
+	}
+}
