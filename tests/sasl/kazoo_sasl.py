@@ -1,7 +1,8 @@
 """Runs kazoo operations against a ZooKeeper-protocol server as one SASL DIGEST-MD5 user and
-prints one line per outcome (the Go test compares them between servers).
+prints one line per outcome (the Go tests compare them between servers).
 
-usage: kazoo_sasl.py HOSTS USER PASSWORD OP...   (USER "" = no SASL)
+usage: kazoo_sasl.py HOSTS USER PASSWORD OP...   (USER "" = no SASL; USER "GSSAPI" = Kerberos
+with the credentials of the environment, KRB5_CONFIG and KRB5CCNAME; tests/kerberos)
 OP: create:PATH:ACLUSER (ACL sasl:ACLUSER:cdrwa), get:PATH, getacl:PATH, whoami
 """
 import sys
@@ -11,7 +12,9 @@ from kazoo.security import ACL, Id, Permissions
 
 hosts, user, password = sys.argv[1:4]
 opts = None
-if user:
+if user == "GSSAPI":
+    opts = {"mechanism": "GSSAPI"}
+elif user:
     opts = {"mechanism": "DIGEST-MD5", "username": user, "password": password}
 states = []
 zk = KazooClient(hosts=hosts, sasl_options=opts, timeout=10,
