@@ -285,13 +285,12 @@ func localhostAddr(t *testing.T, addr string) string {
 	return "localhost:" + port
 }
 
-// TestKerberosMatchesApacheZooKeeper: a KDC, then Apache ZooKeeper (JVM flags) and Corral
-// (SERVER_JVMFLAGS, as zkServer.sh users give it) from the same JAAS Server section and
-// krb5.conf. The Java client authenticates as client@EXAMPLE.COM, creates a node with ACL
-// sasl:client@EXAMPLE.COM:cdrwa and reads it back; a client without SASL is refused it;
-// kazoo does the same over GSSAPI; a DIGEST-MD5 client fails against a Kerberos server; a
-// garbage and an oversize token are answered AUTHFAILED and close their connection only.
-func TestKerberosMatchesApacheZooKeeper(t *testing.T) {
+// startAll starts a KDC, then Apache ZooKeeper (JVM flags) and Corral (SERVER_JVMFLAGS, as
+// zkServer.sh users give it) from the same JAAS Server section (Krb5LoginModule with the
+// zookeeper/localhost keytab), krb5.conf, SASL provider and extra -D flags; all stop when the
+// test ends. It skips with -short.
+func startAll(ctx context.Context, t *testing.T, extra ...string) (*kdc, *apachezk.Ensemble, *corralproc.Ensemble) {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("skipped with -short: starts a KDC, Apache ZooKeeper and Corral")
 	}
@@ -301,15 +300,26 @@ func TestKerberosMatchesApacheZooKeeper(t *testing.T) {
 	if err := apachezk.Available(); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
-	defer cancel()
 	k := startKDC(ctx, t)
 	serverJAAS := writeFile(t, k.dir, "server.jaas", krbJAAS("Server", k.zkKeytab, "zookeeper/localhost@"+realm))
-	flags := []string{"-Djava.security.auth.login.config=" + serverJAAS, "-Djava.security.krb5.conf=" + k.krb5Conf,
-		"-Dzookeeper.authProvider.1=" + sasl.ProviderClass}
+	flags := append([]string{"-Djava.security.auth.login.config=" + serverJAAS, "-Djava.security.krb5.conf=" + k.krb5Conf,
+		"-Dzookeeper.authProvider.1=" + sasl.ProviderClass}, extra...)
 	t.Setenv("SERVER_JVMFLAGS", strings.Join(flags, " "))
 	zk, c := bothtest.Start(ctx, t, apachezk.Options{JVMFlags: flags, Config: map[string]string{"forceSync": "no"}},
 		corralproc.Options{})
+	return k, zk, c
+}
+
+// TestKerberosMatchesApacheZooKeeper: a KDC, then Apache ZooKeeper (JVM flags) and Corral
+// (SERVER_JVMFLAGS, as zkServer.sh users give it) from the same JAAS Server section and
+// krb5.conf. The Java client authenticates as client@EXAMPLE.COM, creates a node with ACL
+// sasl:client@EXAMPLE.COM:cdrwa and reads it back; a client without SASL is refused it;
+// kazoo does the same over GSSAPI; a DIGEST-MD5 client fails against a Kerberos server; a
+// garbage and an oversize token are answered AUTHFAILED and close their connection only.
+func TestKerberosMatchesApacheZooKeeper(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	k, zk, c := startAll(ctx, t)
 	targets := []struct{ name, addr string }{{"zookeeper", localhostAddr(t, zk.Addr(0))}, {"corral", localhostAddr(t, c.Addr(0))}}
 
 	id := "client@" + realm
@@ -356,5 +366,30 @@ func TestKerberosMatchesApacheZooKeeper(t *testing.T) {
 		if !strings.Contains(got["corral"], w) {
 			t.Errorf("transcript lacks %q", w)
 		}
+	}
+}
+
+// TestKerberosNameOptions: kerberos.removeRealmFromPrincipal and removeHostFromPrincipal
+// shorten names in the default realm of krb5.conf (EXAMPLE.COM), and superUser names the
+// shortened id, on both servers alike.
+func TestKerberosNameOptions(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	k, zk, c := startAll(ctx, t, "-Dzookeeper.kerberos.removeRealmFromPrincipal=true",
+		"-Dzookeeper.kerberos.removeHostFromPrincipal=true", "-Dzookeeper.superUser=client")
+	cliJAAS := writeFile(t, k.dir, "client.jaas", krbJAAS("Client", k.cliKeytab, "client@"+realm))
+	got := map[string]string{}
+	for name, addr := range map[string]string{"zookeeper": zk.Addr(0), "corral": c.Addr(0)} {
+		got[name] = apachezk.NormaliseCLI(apachezk.RunCLI(ctx, localhostAddr(t, addr),
+			"-Djava.security.krb5.conf="+k.krb5Conf+" -Djava.security.auth.login.config="+cliJAAS,
+			"create /r x sasl:client:cdrwa", "getAcl /r", "whoami"))
+		t.Logf("%s:\n%s", name, got[name])
+	}
+	if got["corral"] != got["zookeeper"] {
+		t.Fatalf("Corral's transcript differs from Apache ZooKeeper's (- zookeeper, + corral):\n%s",
+			difftext.Unified(t, "zookeeper", got["zookeeper"], "corral", got["corral"]))
+	}
+	if want := "Created /r\n'sasl,'client\n: cdrwa\n"; !strings.Contains(got["corral"], want) {
+		t.Errorf("transcript lacks %q", want)
 	}
 }
