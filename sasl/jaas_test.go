@@ -101,6 +101,10 @@ func TestLoad(t *testing.T) {
 			ktFile+`" principal="`+principal+`"; org.apache.zookeeper.server.auth.DigestLoginModule required user_bob="x"; };`)
 	}
 	krbOK, krbOther := krbJAAS("zookeeper/localhost@EXAMPLE.COM"), krbJAAS("HTTP/localhost@EXAMPLE.COM")
+	krb5Conf := filepath.Join(t.TempDir(), "krb5.conf")
+	if err := os.WriteFile(krb5Conf, []byte("[libdefaults]\n  default_realm = EXAMPLE.COM\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	for i, tc := range []struct {
 		cfg    map[string]string
 		flags  string
@@ -123,6 +127,8 @@ func TestLoad(t *testing.T) {
 		13: {cfg: map[string]string{"corral.jaasConfig": krbOther}, err: "has no key for HTTP/localhost@EXAMPLE.COM"},
 		14: {cfg: map[string]string{"corral.jaasConfig": writeJAAS(t, "Server { com.sun.security.auth.module.Krb5LoginModule required keyTab=x; };")}, err: "useKeyTab=true is required"},
 		15: {cfg: map[string]string{"corral.jaasConfig": writeJAAS(t, "Server { org.example.Other required; };")}, err: "only org.apache"},
+		16: {cfg: map[string]string{"corral.krb5Conf": krb5Conf, "kerberos.removeRealmFromPrincipal": "true", "superUser": "client"},
+			flags: "-D" + JAASFlag + "=" + krbOK + " -D" + Krb5ConfFlag + "=/nonexistent", server: true},
 	} {
 		var c Config
 		for k, v := range tc.cfg {
@@ -145,6 +151,18 @@ func TestLoad(t *testing.T) {
 		}
 		if err != nil || a.Server() != tc.server {
 			t.Errorf("%d: server %v, %v", i, a.Server(), err)
+		}
+		if want := map[bool]string{false: "DIGEST-MD5", true: "GSSAPI"}[i >= 12]; a.Server() && a.Mechanism() != want {
+			t.Errorf("%d: mechanism %s", i, a.Mechanism())
+		}
+		if i == 12 || i == 16 {
+			if _, ok := a.NewExchange(nil).(*GSSAPI); !ok {
+				t.Errorf("%d: exchange %T", i, a.NewExchange(nil))
+			}
+			want := map[int]string{12: "client@EXAMPLE.COM", 16: "client"}[i]
+			if id, super, err := a.Identity("client@EXAMPLE.COM"); id != want || super != (i == 16) || err != nil {
+				t.Errorf("%d: identity %q %v %v, want %q", i, id, super, err, want)
+			}
 		}
 	}
 }

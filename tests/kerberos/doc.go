@@ -7,6 +7,7 @@
 // give the same results: the client authenticates as sasl:client@EXAMPLE.COM, creates a node
 // with that ACL and reads it back; a client without SASL is refused it; a DIGEST-MD5 client
 // fails (a server with a Kerberos login runs GSSAPI only); kerberos.remove*FromPrincipal and
-// superUser shorten and name ids in the default realm alike. Tests skip with -short; without
+// superUser shorten and name ids in the default realm alike; a garbage and an oversize sasl
+// token are answered AUTHFAILED and close their own connection. Tests skip with -short; without
 // the MIT KDC, zkCli or Java they fail saying what to install.
 package kerberos
