@@ -17,6 +17,7 @@ import (
 	"github.com/jcmturner/gokrb5/v8/asn1tools"
 	"github.com/jcmturner/gokrb5/v8/crypto"
 	"github.com/jcmturner/gokrb5/v8/iana/asnAppTag"
+	"github.com/jcmturner/gokrb5/v8/iana/etypeID"
 	"github.com/jcmturner/gokrb5/v8/iana/flags"
 	"github.com/jcmturner/gokrb5/v8/iana/keyusage"
 	"github.com/jcmturner/gokrb5/v8/iana/msgtype"
@@ -203,6 +204,10 @@ func (g *GSSAPI) accept(token []byte) ([]byte, error) {
 	}
 	if _, err := crypto.GetEtype(g.key.KeyType); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrGSSRejected, err)
+	}
+	switch g.key.KeyType {
+	case etypeID.DES3_CBC_SHA1_KD, etypeID.RC4_HMAC, etypeID.RC4_HMAC_EXP:
+		return nil, fmt.Errorf("%w: enctype %d takes RFC 1964 tokens, which are not implemented (use AES)", ErrGSSRejected, g.key.KeyType)
 	}
 	g.user = a.CName.PrincipalNameString() + "@" + a.CRealm
 	if !mutual {

@@ -3,6 +3,7 @@ package sasl
 import (
 	"encoding/binary"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -40,11 +41,17 @@ type gssClient struct {
 // newGSSClient makes the initial context token of client@EXAMPLE.COM for the service of kt.
 func newGSSClient(t testing.TB, kt *keytab.Keytab, service string, mutual bool, skew time.Duration) (*gssClient, types.EncryptionKey) {
 	t.Helper()
+	return newGSSClientEtype(t, kt, service, mutual, skew, etypeID.AES256_CTS_HMAC_SHA1_96, 32)
+}
+
+// newGSSClientEtype is newGSSClient with a ticket and subkey of another enctype.
+func newGSSClientEtype(t testing.TB, kt *keytab.Keytab, service string, mutual bool, skew time.Duration, et int32, keyLen int) (*gssClient, types.EncryptionKey) {
+	t.Helper()
 	now := time.Now().UTC()
 	cname := types.NewPrincipalName(nametype.KRB_NT_PRINCIPAL, "client")
 	sname := types.NewPrincipalName(nametype.KRB_NT_SRV_HST, service)
 	tkt, session, err := messages.NewTicket(cname, testRealm, sname, testRealm, types.NewKrbFlags(), kt,
-		etypeID.AES256_CTS_HMAC_SHA1_96, 2, now, now, now.Add(time.Hour), now.Add(time.Hour))
+		et, 2, now, now, now.Add(time.Hour), now.Add(time.Hour))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,7 +60,7 @@ func newGSSClient(t testing.TB, kt *keytab.Keytab, service string, mutual bool, 
 		t.Fatal(err)
 	}
 	auth.CTime = auth.CTime.Add(skew)
-	if err := auth.GenerateSeqNumberAndSubKey(etypeID.AES256_CTS_HMAC_SHA1_96, 32); err != nil {
+	if err := auth.GenerateSeqNumberAndSubKey(et, keyLen); err != nil {
 		t.Fatal(err)
 	}
 	ck := make([]byte, 24)
@@ -171,6 +178,16 @@ func TestGSSAPIRejects(t *testing.T) {
 	}
 	if _, err := newG(&princ, r).Step(c.req); !errors.Is(err, ErrGSSRejected) {
 		t.Errorf("replay: %v", err)
+	}
+	// RC4 (RFC 1964 tokens) is refused.
+	rc4kt := testKeytab(t)
+	if err := rc4kt.AddEntry("zookeeper/localhost", testRealm, "service secret", time.Now(), 2, etypeID.RC4_HMAC); err != nil {
+		t.Fatal(err)
+	}
+	rc4, _ := newGSSClientEtype(t, rc4kt, "zookeeper/localhost", false, 0, etypeID.RC4_HMAC, 16)
+	if _, err := NewGSSAPI(GSSAPIOptions{Keytab: rc4kt, Principal: &princ}).Step(rc4.req); !errors.Is(err, ErrGSSRejected) ||
+		!strings.Contains(err.Error(), "RFC 1964") {
+		t.Errorf("rc4: %v", err)
 	}
 	// Garbage, oversize and truncated tokens; an empty initial token (a DIGEST-MD5 client).
 	for _, tok := range [][]byte{nil, []byte("garbage"), make([]byte, MaxGSSAPIToken+1), c.req[:len(c.req)-1],
