@@ -360,7 +360,8 @@ func TestKerberosMatchesApacheZooKeeper(t *testing.T) {
 		"== zkcli-no-sasl\nstates: Closed,SyncConnected\nInsufficient permission : /k\n",
 	}
 	if kazooOK {
-		want = append(want, "getacl: ['sasl:"+id+":31']", "== kazoo-no-sasl\nstart: ok\nget: NoAuthError\n")
+		want = append(want, "getacl: ['sasl:"+id+":31']", "== kazoo-no-sasl\nstart: ok\nget: NoAuthError\n",
+			"== kazoo-digest\nstart: ok\nget: AuthFailedError\nlog: AUTH_FAILED closing: \n")
 	}
 	for _, w := range want {
 		if !strings.Contains(got["corral"], w) {

@@ -4,11 +4,34 @@ prints one line per outcome (the Go tests compare them between servers).
 usage: kazoo_sasl.py HOSTS USER PASSWORD OP...   (USER "" = no SASL; USER "GSSAPI" = Kerberos
 with the credentials of the environment, KRB5_CONFIG and KRB5CCNAME; tests/kerberos)
 OP: create:PATH:ACLUSER (ACL sasl:ACLUSER:cdrwa), get:PATH, getacl:PATH, whoami
+
+kazoo's warnings (AUTH_FAILED closing: ...) come from its connection thread at a moment that
+races with the main thread's output, so they are collected and printed last, as "log:" lines.
 """
+import logging
 import sys
 
 from kazoo.client import KazooClient
 from kazoo.security import ACL, Id, Permissions
+
+
+class Collect(logging.Handler):
+    def __init__(self):
+        logging.Handler.__init__(self, logging.WARNING)
+        self.lines = []
+
+    def emit(self, record):
+        self.lines.append(record.getMessage())
+
+
+logs = Collect()
+logging.getLogger().addHandler(logs)
+
+
+def flush_logs():
+    for line in logs.lines:
+        print("log: %s" % line)
+
 
 hosts, user, password = sys.argv[1:4]
 opts = None
@@ -28,6 +51,7 @@ except Exception as e:  # noqa: BLE001 - the class is the outcome
     print("states: %s" % ",".join(states))
     zk.stop()
     zk.close()
+    flush_logs()
     sys.exit(0)
 
 for op in sys.argv[4:]:
@@ -47,3 +71,4 @@ for op in sys.argv[4:]:
         print("%s: %s" % (kind, type(e).__name__))
 zk.stop()
 zk.close()
+flush_logs()
