@@ -182,8 +182,9 @@ func krbJAAS(section, keytab, principal string) string {
 type scenario struct {
 	name     string
 	kerberos bool     // zkCli: log in as client@EXAMPLE.COM
+	digest   bool     // zkCli: log in as the DIGEST-MD5 user bob
 	zkcli    []string // zkCli lines
-	mech     string   // kazoo (tests/sasl/kazoo_sasl.py): "GSSAPI", "DIGEST-MD5" (bob) or "" (no SASL)
+	mech     string   // kazoo (tests/sasl/kazoo_sasl.py): "GSSAPI" or "" (no SASL)
 	kazoo    []string // kazoo ops
 }
 
@@ -238,6 +239,8 @@ func transcript(ctx context.Context, t *testing.T, k *kdc, addr string, scenario
 	t.Helper()
 	var b strings.Builder
 	cliJAAS := writeFile(t, k.dir, "client.jaas", krbJAAS("Client", k.cliKeytab, "client@"+realm))
+	digestJAAS := writeFile(t, k.dir, "digest.jaas",
+		"Client {\n  org.apache.zookeeper.server.auth.DigestLoginModule required username=\"bob\" password=\"bobsecret\";\n};\n")
 	// Bad input first: each closes its own connection only, the sessions after it are served.
 	garbage := []byte("\x60\x03garbage")
 	oversize := bytes.Repeat([]byte{0x60}, 70<<10)
@@ -249,19 +252,15 @@ func transcript(ctx context.Context, t *testing.T, k *kdc, addr string, scenario
 			if s.kerberos {
 				flags += " -Djava.security.auth.login.config=" + cliJAAS
 			}
+			if s.digest {
+				flags += " -Djava.security.auth.login.config=" + digestJAAS
+			}
 			b.WriteString(apachezk.NormaliseCLI(apachezk.RunCLI(ctx, addr, flags, s.zkcli...)))
 			continue
 		}
 		_, file, _, _ := runtime.Caller(0)
-		user, pass := "GSSAPI", ""
-		switch s.mech {
-		case "":
-			user = ""
-		case "DIGEST-MD5":
-			user, pass = "bob", "bobsecret"
-		}
 		script := filepath.Join(filepath.Dir(file), "..", "sasl", "kazoo_sasl.py")
-		args := append([]string{script, addr, user, pass}, s.kazoo...)
+		args := append([]string{script, addr, s.mech, ""}, s.kazoo...)
 		kctx, kcancel := context.WithTimeout(ctx, time.Minute)
 		cmd := exec.CommandContext(kctx, python, args...)
 		cmd.Env = append(k.env, "KRB5CCNAME=FILE:"+filepath.Join(k.dir, "ccache"))
@@ -314,7 +313,7 @@ func startAll(ctx context.Context, t *testing.T, extra ...string) (*kdc, *apache
 // (SERVER_JVMFLAGS, as zkServer.sh users give it) from the same JAAS Server section and
 // krb5.conf. The Java client authenticates as client@EXAMPLE.COM, creates a node with ACL
 // sasl:client@EXAMPLE.COM:cdrwa and reads it back; a client without SASL is refused it;
-// kazoo does the same over GSSAPI; a DIGEST-MD5 client fails against a Kerberos server; a
+// kazoo does the same over GSSAPI; a DIGEST-MD5 client (zkCli) fails against a Kerberos server; a
 // garbage and an oversize token are answered AUTHFAILED and close their connection only.
 func TestKerberosMatchesApacheZooKeeper(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
@@ -327,6 +326,9 @@ func TestKerberosMatchesApacheZooKeeper(t *testing.T) {
 		{name: "zkcli-kerberos", kerberos: true, zkcli: []string{
 			"create /k x sasl:" + id + ":cdrwa", "get /k", "getAcl /k", "whoami"}},
 		{name: "zkcli-no-sasl", zkcli: []string{"get /k", "whoami"}},
+		// A DIGEST-MD5 client fails: the server runs GSSAPI only. (zkCli, not kazoo: kazoo's
+		// start() races with its own AUTH_FAILED handling when the failure comes at once.)
+		{name: "zkcli-digest", digest: true, zkcli: []string{"get /k"}},
 	}
 	kazooOK := kazooGSSAPI() == nil
 	if err := kazooGSSAPI(); err != nil {
@@ -340,7 +342,6 @@ func TestKerberosMatchesApacheZooKeeper(t *testing.T) {
 		scenarios = append(scenarios,
 			scenario{name: "kazoo-gssapi", mech: "GSSAPI", kazoo: []string{"create:/kz:" + id, "get:/kz", "getacl:/kz", "get:/k"}},
 			scenario{name: "kazoo-no-sasl", kazoo: []string{"get:/kz"}},
-			scenario{name: "kazoo-digest", mech: "DIGEST-MD5", kazoo: []string{"get:/kz"}},
 		)
 	}
 	got := map[string]string{}
@@ -358,10 +359,10 @@ func TestKerberosMatchesApacheZooKeeper(t *testing.T) {
 		"== zkcli-kerberos\nstates: Closed,SaslAuthenticated,SyncConnected\nCreated /k\nx\n'sasl,'" + id + "\n: cdrwa\n",
 		"sasl: " + id + "\n",
 		"== zkcli-no-sasl\nstates: Closed,SyncConnected\nInsufficient permission : /k\n",
+		"== zkcli-digest\nstates: AuthFailed,SyncConnected\nKeeperErrorCode = AuthFailed for /k\n",
 	}
 	if kazooOK {
-		want = append(want, "getacl: ['sasl:"+id+":31']", "== kazoo-no-sasl\nstart: ok\nget: NoAuthError\n",
-			"== kazoo-digest\nstart: ok\nget: AuthFailedError\nlog: AUTH_FAILED closing: \n")
+		want = append(want, "getacl: ['sasl:"+id+":31']", "== kazoo-no-sasl\nstart: ok\nget: NoAuthError\n")
 	}
 	for _, w := range want {
 		if !strings.Contains(got["corral"], w) {

@@ -170,7 +170,7 @@ func TestSASLMatchesApacheZooKeeper(t *testing.T) {
 	)
 	if kazooAvailable() == nil {
 		mustContain(t, out, "getacl: ['sasl:bob:31']", "== kazoo-alice\nstart: ok\nget: NoAuthError\n",
-			"== kazoo-bob-wrong-password\nstart: ok\nget: AuthFailedError\nlog: AUTH_FAILED closing: \n")
+			"== kazoo-bob-wrong-password\nstart: auth failed\nlog: AUTH_FAILED closing: \n", "== kazoo-unknown-user\nstart: auth failed\n")
 	}
 }
 
