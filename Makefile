@@ -16,7 +16,8 @@ build:
 build-testing:
 	CGO_ENABLED=0 $(GO) build -tags corraltesting -o bin/corral-testing ./cmd/corral
 
-# Debian packages the tests compare against: Apache ZooKeeper 3.8, its C client, kazoo.
+# Debian packages the tests compare against: Apache ZooKeeper 3.8, its C client, kazoo, an MIT
+# Kerberos KDC (tests/kerberos).
 deps:
 	./scripts/install-deps.sh
 

@@ -219,11 +219,14 @@ func (c *Config) loadMyID() error {
 }
 
 // loadSASL applies SERVER_JVMFLAGS's -D flags (what zkServer.sh passes to Java) under the
-// zoo.cfg keys, resolves a relative corral.jaasConfig against the zoo.cfg directory and loads
-// the JAAS file.
+// zoo.cfg keys, resolves a relative corral.jaasConfig or corral.krb5Conf against the zoo.cfg
+// directory and loads the JAAS file.
 func (c *Config) loadSASL(path string, log *slog.Logger) error {
 	if f := c.SASL.JAASFile; f != "" && !filepath.IsAbs(f) {
 		c.SASL.JAASFile = filepath.Join(filepath.Dir(path), f)
+	}
+	if f := c.SASL.Krb5Conf; f != "" && !filepath.IsAbs(f) {
+		c.SASL.Krb5Conf = filepath.Join(filepath.Dir(path), f)
 	}
 	if err := c.SASL.ApplyJVMFlags(os.Getenv("SERVER_JVMFLAGS")); err != nil {
 		return fmt.Errorf("cluster: %w", err)

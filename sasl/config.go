@@ -3,9 +3,13 @@ package sasl
 import (
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"slices"
 	"strings"
+
+	"github.com/jcmturner/gokrb5/v8/keytab"
+	"github.com/jcmturner/gokrb5/v8/types"
 
 	"github.com/corral/corral/wire"
 )
@@ -18,8 +22,19 @@ const ProviderClass = "org.apache.zookeeper.server.auth.SASLAuthenticationProvid
 // DIGEST-MD5 users.
 const DigestLoginModule = "org.apache.zookeeper.server.auth.DigestLoginModule"
 
+// Krb5LoginModule is the JAAS login module of a Kerberos service: useKeyTab=true,
+// keyTab="FILE" and principal="service/host@REALM" give the server's keys (GSSAPI).
+const Krb5LoginModule = "com.sun.security.auth.module.Krb5LoginModule"
+
 // JAASFlag is the Java system property naming the JAAS file.
 const JAASFlag = "java.security.auth.login.config"
+
+// Krb5ConfFlag is the Java system property naming the Kerberos configuration (default
+// /etc/krb5.conf), read for its default realm.
+const Krb5ConfFlag = "java.security.krb5.conf"
+
+// DefaultKrb5Conf is the Kerberos configuration read without Krb5ConfFlag.
+const DefaultKrb5Conf = "/etc/krb5.conf"
 
 // Config holds the SASL settings. ZooKeeper reads them as Java system properties, which
 // zoo.cfg keys it does not know become (prefixed with "zookeeper."); Corral accepts every one
@@ -48,6 +63,9 @@ type Config struct {
 	// password of the user "super".
 	SuperUser     string
 	SuperPassword string
+	// Krb5Conf is the Kerberos configuration (-Djava.security.krb5.conf in
+	// SERVER_JVMFLAGS, or corral.krb5Conf); empty: DefaultKrb5Conf.
+	Krb5Conf string
 	// RemoveHost and RemoveRealm: zookeeper.kerberos.removeHostFromPrincipal and
 	// removeRealmFromPrincipal (see AuthorizationID).
 	RemoveHost  bool
@@ -67,6 +85,9 @@ func IsKey(k string) bool {
 func canonicalKey(k string) (string, bool) {
 	if k == "corral.jaasConfig" || k == JAASFlag {
 		return JAASFlag, true
+	}
+	if k == "corral.krb5Conf" || k == Krb5ConfFlag {
+		return Krb5ConfFlag, true
 	}
 	k = strings.TrimPrefix(k, "zookeeper.")
 	switch k {
@@ -103,6 +124,8 @@ func (c *Config) set(ck, v string) {
 	switch ck {
 	case JAASFlag:
 		c.JAASFile = v
+	case Krb5ConfFlag:
+		c.Krb5Conf = v
 	case "sasl.serverconfig":
 		c.Section = v
 	case "enforce.auth.enabled":
@@ -148,7 +171,7 @@ func (c *Config) ApplyJVMFlags(flags string) error {
 		}
 		k, v, _ := strings.Cut(kv, "=")
 		ck, ok := canonicalKey(k)
-		if !ok || k == "corral.jaasConfig" || c.fromCfg[ck] {
+		if !ok || k == "corral.jaasConfig" || k == "corral.krb5Conf" || c.fromCfg[ck] {
 			continue
 		}
 		if ck == JAASFlag {
@@ -217,9 +240,10 @@ func (c *Config) schemes() ([]string, bool) {
 
 // Load checks the settings and reads the JAAS file. It fails, as ZooKeeper fails to start,
 // when enforcement is on without schemes or with a scheme no provider serves, when the JAAS
-// file cannot be read or parsed, or when its server section uses a login module other than
-// DigestLoginModule (Kerberos is not implemented). A JAAS file without the server section
-// leaves SASL off, as in ZooKeeper, with a warning.
+// file cannot be read or parsed, when its server section uses a login module other than
+// DigestLoginModule and Krb5LoginModule, or when a Krb5LoginModule's keytab lacks its
+// principal's keys. A JAAS file without the server section leaves SASL off, as in ZooKeeper,
+// with a warning.
 func (c *Config) Load(log *slog.Logger) (*Auth, error) {
 	if log == nil {
 		log = slog.Default()
@@ -267,38 +291,181 @@ func (c *Config) Load(log *slog.Logger) (*Auth, error) {
 		log.Warn("JAAS file has no server section: SASL authentication is off", "file", c.JAASFile, "section", section)
 		return a, nil
 	}
-	a.users = map[string]string{}
-	for _, e := range entries {
-		if e.Module != DigestLoginModule {
-			return nil, fmt.Errorf("%w: %s:%d: login module %s: only %s is supported (Kerberos/GSSAPI is not implemented)",
-				ErrConfig, c.JAASFile, e.Line, e.Module, DigestLoginModule)
-		}
-		for k, v := range e.Options {
-			if user, ok := strings.CutPrefix(k, "user_"); ok {
-				a.users[user] = v
+	a.defaultRealm = defaultRealm(c.Krb5Conf, log)
+	var krb *JAASEntry
+	users := map[string]string{}
+	for i, e := range entries {
+		switch e.Module {
+		case DigestLoginModule:
+			for k, v := range e.Options {
+				if user, ok := strings.CutPrefix(k, "user_"); ok {
+					users[user] = v
+				}
 			}
+		case Krb5LoginModule:
+			if krb == nil {
+				krb = &entries[i]
+			}
+		default:
+			return nil, fmt.Errorf("%w: %s:%d: login module %s: only %s (DIGEST-MD5) and %s (GSSAPI) are supported",
+				ErrConfig, c.JAASFile, e.Line, e.Module, DigestLoginModule, Krb5LoginModule)
 		}
 	}
-	log.Info("SASL DIGEST-MD5 authentication on", "file", c.JAASFile, "section", section, "users", len(a.users))
+	if krb == nil {
+		a.users = users
+		log.Info("SASL DIGEST-MD5 authentication on", "file", c.JAASFile, "section", section, "users", len(a.users))
+		return a, nil
+	}
+	// As in ZooKeeper, a server whose login has a Kerberos principal runs GSSAPI only.
+	if len(users) > 0 {
+		log.Warn("JAAS server section has a Kerberos login: SASL is GSSAPI only, as in ZooKeeper; its DIGEST-MD5 users are not used",
+			"file", c.JAASFile, "section", section)
+	}
+	if err := a.loadKerberos(c.JAASFile, krb); err != nil {
+		return nil, err
+	}
+	log.Info("SASL GSSAPI (Kerberos) authentication on", "file", c.JAASFile, "section", section,
+		"principal", a.principalString(), "keytab", a.keytabFile, "default_realm", a.defaultRealm)
 	return a, nil
+}
+
+// loadKerberos reads the keytab of a Krb5LoginModule entry and checks it holds the
+// principal's keys (ZooKeeper's login fails at start-up without them).
+func (a *Auth) loadKerberos(file string, e *JAASEntry) error {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: %s:%d: %s: %s", ErrConfig, file, e.Line, Krb5LoginModule, fmt.Sprintf(format, args...))
+	}
+	if !strings.EqualFold(e.Options["useKeyTab"], "true") {
+		return bad("useKeyTab=true is required (a server cannot prompt for a password or use a ticket cache)")
+	}
+	a.keytabFile = e.Options["keyTab"]
+	if a.keytabFile == "" {
+		a.keytabFile = "/etc/krb5.keytab"
+	}
+	kt, err := keytab.Load(a.keytabFile)
+	if err != nil {
+		return bad("keyTab %s: %v", a.keytabFile, err)
+	}
+	p := e.Options["principal"]
+	switch {
+	case p == "":
+		return bad("principal is required (principal=\"zookeeper/HOST@REALM\")")
+	case p == "*":
+		// Any principal of the keytab (Java's acceptor with isInitiator=false).
+	default:
+		pn, realm := types.ParseSPNString(p)
+		if realm == "" {
+			realm = a.defaultRealm
+		}
+		found := false
+		for _, k := range kt.Entries {
+			if k.Principal.Realm == realm && slices.Equal(k.Principal.Components, pn.NameString) {
+				found = true
+			}
+		}
+		if !found {
+			return bad("keyTab %s has no key for %s@%s", a.keytabFile, pn.PrincipalNameString(), realm)
+		}
+		a.principal, a.principalRealm = &pn, realm
+	}
+	a.keytab = kt
+	a.replay = &ReplayCache{}
+	return nil
+}
+
+// principalString names the service principal ("*" for any of the keytab).
+func (a *Auth) principalString() string {
+	if a.principal == nil {
+		return "*"
+	}
+	return a.principal.PrincipalNameString() + "@" + a.principalRealm
+}
+
+// defaultRealm is the default realm of the Kerberos configuration (libdefaults
+// default_realm), which names without another realm are canonicalised against, as ZooKeeper's
+// KerberosName does; "" when the file does not exist or names none.
+func defaultRealm(file string, log *slog.Logger) string {
+	if file == "" {
+		file = DefaultKrb5Conf
+	}
+	b, err := os.ReadFile(file)
+	if err != nil {
+		if !os.IsNotExist(err) || file != DefaultKrb5Conf {
+			log.Warn("Kerberos configuration not readable: no default realm", "file", file, "err", err)
+		}
+		return ""
+	}
+	return parseDefaultRealm(string(b))
+}
+
+// parseDefaultRealm returns default_realm from the [libdefaults] section of krb5.conf text.
+func parseDefaultRealm(s string) string {
+	in := false
+	for _, line := range strings.Split(s, "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || line[0] == '#' || line[0] == ';' {
+			continue
+		}
+		if line[0] == '[' {
+			in = strings.HasPrefix(line, "[libdefaults]")
+			continue
+		}
+		k, v, ok := strings.Cut(line, "=")
+		if in && ok && strings.TrimSpace(k) == "default_realm" {
+			return strings.TrimSpace(v)
+		}
+	}
+	return ""
 }
 
 // Auth is the loaded SASL configuration every connection shares; immutable and safe for
 // concurrent use. A nil *Auth is a server without SASL or enforcement.
 type Auth struct {
 	cfg          Config
-	users        map[string]string // nil: no SASL server (no JAAS server section)
-	enforce      bool
-	saslRequired bool
-	schemes      []string
+	users        map[string]string // DIGEST-MD5; nil: no DIGEST-MD5 server
+	defaultRealm string            // of the Kerberos configuration
+	// GSSAPI: keytab nil without a Krb5LoginModule; principal nil accepts any of the keytab.
+	keytab         *keytab.Keytab
+	keytabFile     string
+	principal      *types.PrincipalName
+	principalRealm string
+	replay         *ReplayCache
+	enforce        bool
+	saslRequired   bool
+	schemes        []string
 }
 
 // Server reports whether a SASL server is configured: without one, ZooKeeper answers every
 // sasl packet OK with no token and adds no identity.
-func (a *Auth) Server() bool { return a != nil && a.users != nil }
+func (a *Auth) Server() bool { return a != nil && (a.users != nil || a.keytab != nil) }
 
-// NewExchange starts a DIGEST-MD5 exchange for one connection.
-func (a *Auth) NewExchange() *DigestMD5 {
+// Mechanism names the server's one SASL mechanism: "GSSAPI" when the JAAS server section has
+// a Krb5LoginModule, "DIGEST-MD5" otherwise (ZooKeeper's choice; a client does not negotiate
+// it).
+func (a *Auth) Mechanism() string {
+	if a.keytab != nil {
+		return "GSSAPI"
+	}
+	return "DIGEST-MD5"
+}
+
+// Exchange is one connection's server side of the SASL mechanism.
+type Exchange interface {
+	// Step consumes the client's token and returns the server's next one; an error ends
+	// the exchange.
+	Step(token []byte) ([]byte, error)
+	// Complete reports whether the client has been authenticated.
+	Complete() bool
+	// User is the authenticated name once Complete.
+	User() string
+}
+
+// NewExchange starts the exchange of the server's mechanism for one connection from
+// clientIP (nil when unknown).
+func (a *Auth) NewExchange(clientIP net.IP) Exchange {
+	if a.keytab != nil {
+		return NewGSSAPI(GSSAPIOptions{Keytab: a.keytab, Principal: a.principal, ClientAddr: clientIP, Replay: a.replay})
+	}
 	return NewDigestMD5(DigestOptions{Realm: ZooKeeperRealm, DigestURI: ZooKeeperDigestURI, Password: a.password})
 }
 
@@ -315,7 +482,7 @@ func (a *Auth) password(user string) (string, bool) {
 // Identity returns the id a completed exchange adds to the connection (scheme "sasl") and
 // whether it is also super (zookeeper.superUser).
 func (a *Auth) Identity(user string) (string, bool, error) {
-	id, err := AuthorizationID(user, a.cfg.RemoveHost, a.cfg.RemoveRealm)
+	id, err := AuthorizationID(user, a.defaultRealm, a.cfg.RemoveHost, a.cfg.RemoveRealm)
 	if err != nil {
 		return "", false, err
 	}

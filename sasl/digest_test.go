@@ -163,7 +163,7 @@ func TestAuthorizationID(t *testing.T) {
 		7: {name: "a/b/c@R", err: true},
 		8: {name: "a@b/c", err: true},
 	} {
-		got, err := AuthorizationID(tc.name, tc.removeHost, tc.removeRealm)
+		got, err := AuthorizationID(tc.name, "", tc.removeHost, tc.removeRealm)
 		if (err != nil) != tc.err || got != tc.want {
 			t.Errorf("%d: %q: got %q, %v; want %q (err %v)", i, tc.name, got, err, tc.want, tc.err)
 		}

@@ -87,7 +87,24 @@ func writeJAAS(t *testing.T, text string) string {
 func TestLoad(t *testing.T) {
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	good := writeJAAS(t, realJAAS)
-	krb := writeJAAS(t, "Server { com.sun.security.auth.module.Krb5LoginModule required useKeyTab=true; };")
+	krb := writeJAAS(t, "Server { com.sun.security.auth.module.Krb5LoginModule required useKeyTab=true principal=x; };")
+	ktFile := filepath.Join(t.TempDir(), "zk.keytab")
+	ktBytes, err := testKeytab(t).Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(ktFile, ktBytes, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	krbJAAS := func(principal string) string {
+		return writeJAAS(t, `Server { com.sun.security.auth.module.Krb5LoginModule required useKeyTab=true storeKey=true keyTab="`+
+			ktFile+`" principal="`+principal+`"; org.apache.zookeeper.server.auth.DigestLoginModule required user_bob="x"; };`)
+	}
+	krbOK, krbOther := krbJAAS("zookeeper/localhost@EXAMPLE.COM"), krbJAAS("HTTP/localhost@EXAMPLE.COM")
+	krb5Conf := filepath.Join(t.TempDir(), "krb5.conf")
+	if err := os.WriteFile(krb5Conf, []byte("[libdefaults]\n  default_realm = EXAMPLE.COM\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	for i, tc := range []struct {
 		cfg    map[string]string
 		flags  string
@@ -99,13 +116,19 @@ func TestLoad(t *testing.T) {
 		2:  {flags: "-Xmx1g '-D" + JAASFlag + "=" + good + "' -Dfoo=bar", server: true},
 		3:  {cfg: map[string]string{"corral.jaasConfig": "/nonexistent"}, flags: "-D" + JAASFlag + "=" + good, err: "nonexistent"},
 		4:  {cfg: map[string]string{"corral.jaasConfig": good, "zookeeper.sasl.serverconfig": "Nope"}},
-		5:  {cfg: map[string]string{"corral.jaasConfig": krb}, err: "Kerberos/GSSAPI is not implemented"},
+		5:  {cfg: map[string]string{"corral.jaasConfig": krb}, err: "keyTab /etc/krb5.keytab"},
 		6:  {cfg: map[string]string{"enforce.auth.enabled": "true"}, err: "schemes must be configured"},
 		7:  {cfg: map[string]string{"enforce.auth.enabled": "true", "enforce.auth.schemes": "sasl"}, err: `"sasl" is not available`},
 		8:  {cfg: map[string]string{"sessionRequireClientSASLAuth": "true"}, err: `"sasl" is not available`},
 		9:  {cfg: map[string]string{"sessionRequireClientSASLAuth": "true", "authProvider.1": ProviderClass}},
 		10: {cfg: map[string]string{"enforce.auth.enabled": "true", "enforce.auth.schemes": "digest, ip"}},
 		11: {cfg: map[string]string{"enforce.auth.enabled": "true", "enforce.auth.schemes": "x509"}, err: `"x509" is not available`},
+		12: {cfg: map[string]string{"corral.jaasConfig": krbOK}, server: true},
+		13: {cfg: map[string]string{"corral.jaasConfig": krbOther}, err: "has no key for HTTP/localhost@EXAMPLE.COM"},
+		14: {cfg: map[string]string{"corral.jaasConfig": writeJAAS(t, "Server { com.sun.security.auth.module.Krb5LoginModule required keyTab=x; };")}, err: "useKeyTab=true is required"},
+		15: {cfg: map[string]string{"corral.jaasConfig": writeJAAS(t, "Server { org.example.Other required; };")}, err: "only org.apache"},
+		16: {cfg: map[string]string{"corral.krb5Conf": krb5Conf, "kerberos.removeRealmFromPrincipal": "true", "superUser": "client"},
+			flags: "-D" + JAASFlag + "=" + krbOK + " -D" + Krb5ConfFlag + "=/nonexistent", server: true},
 	} {
 		var c Config
 		for k, v := range tc.cfg {
@@ -128,6 +151,18 @@ func TestLoad(t *testing.T) {
 		}
 		if err != nil || a.Server() != tc.server {
 			t.Errorf("%d: server %v, %v", i, a.Server(), err)
+		}
+		if want := map[bool]string{false: "DIGEST-MD5", true: "GSSAPI"}[i >= 12]; a.Server() && a.Mechanism() != want {
+			t.Errorf("%d: mechanism %s", i, a.Mechanism())
+		}
+		if i == 12 || i == 16 {
+			if _, ok := a.NewExchange(nil).(*GSSAPI); !ok {
+				t.Errorf("%d: exchange %T", i, a.NewExchange(nil))
+			}
+			want := map[int]string{12: "client@EXAMPLE.COM", 16: "client"}[i]
+			if id, super, err := a.Identity("client@EXAMPLE.COM"); id != want || super != (i == 16) || err != nil {
+				t.Errorf("%d: identity %q %v %v, want %q", i, id, super, err, want)
+			}
 		}
 	}
 }

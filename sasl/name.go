@@ -20,7 +20,7 @@ import (
 //
 // An authzid the client sends is never used: ZooKeeper authorises every client as its
 // canonical authentication id.
-func AuthorizationID(name string, removeHost, removeRealm bool) (string, error) {
+func AuthorizationID(name, defaultRealm string, removeHost, removeRealm bool) (string, error) {
 	at := strings.IndexByte(name, '@')
 	if at < 0 {
 		return name, nil
@@ -29,7 +29,7 @@ func AuthorizationID(name string, removeHost, removeRealm bool) (string, error) 
 	if strings.ContainsAny(realm, "/@") || strings.Count(principal, "/") > 1 {
 		return "", fmt.Errorf("%w: %q", ErrBadName, name)
 	}
-	if realm != "" {
+	if realm != defaultRealm {
 		return name, nil
 	}
 	primary, host, hasHost := strings.Cut(principal, "/")

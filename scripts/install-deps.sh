@@ -2,7 +2,8 @@
 # Installs what Corral's tests need from Debian: Apache ZooKeeper 3.8 (the
 # differential-test oracle and benchmark baseline) with the netty jars its secure
 # client port needs (tests/tls), its C client, kazoo with
-# pure-sasl (kazoo's SASL DIGEST-MD5, tests/sasl), and
+# pure-sasl (kazoo's SASL DIGEST-MD5, tests/sasl), an MIT Kerberos KDC with its admin
+# and client tools and python3-kerberos (pure-sasl's GSSAPI) for tests/kerberos, and
 # iptables (the fault tests cut servers off from each other on loopback), and
 # prometheus for its promtool (deploy/'s tests check the alert rules with it;
 # installed without its recommended node exporter; its service is not started
@@ -12,7 +13,7 @@
 # (or with sudo available).
 set -euo pipefail
 
-PACKAGES=(zookeeper zookeeper-bin libnetty-java python3-kazoo python3-pure-sasl iptables prometheus)
+PACKAGES=(zookeeper zookeeper-bin libnetty-java python3-kazoo python3-pure-sasl krb5-kdc krb5-admin-server krb5-user python3-kerberos iptables prometheus)
 # Installed without their recommended packages.
 LEAN=(prometheus)
 

@@ -56,9 +56,9 @@ type conn struct {
 	// notification must not cut the connection before the reply is sent.
 	closingSession atomic.Bool
 	lastTouch      atomic.Int64 // unix ms of the last activity report handed to the session manager
-	// saslx is the connection's DIGEST-MD5 exchange, from its first sasl packet on (request
+	// saslx is the connection's SASL exchange (DIGEST-MD5 or GSSAPI), from its first sasl packet on (request
 	// goroutine only; sasl.go).
-	saslx *sasl.DigestMD5
+	saslx sasl.Exchange
 	// reqNow is when the request being handled was read (request goroutine only).
 	reqNow time.Time
 	// leaseUntil caches the end of the session's lease (a time.Time) as the writer last saw it,

@@ -1,6 +1,8 @@
 package server
 
 import (
+	"net"
+
 	"github.com/corral/corral/wire"
 )
 
@@ -9,7 +11,8 @@ import (
 //
 // Without a SASL server (no JAAS Server section) every packet is answered OK with a null token
 // and adds no identity (ZooKeeper catches the NullPointerException of its missing SASL
-// server). With one, the token is the next step of the connection's DIGEST-MD5 exchange; once
+// server). With one, the token is the next step of the connection's exchange (DIGEST-MD5, or
+// GSSAPI when the JAAS Server section has a Krb5LoginModule, as ZooKeeper chooses); once
 // it completes the identity ("sasl", id) is added (and ("super", "") for
 // zookeeper.superUser). A failed step is answered with AUTHFAILED (SESSIONCLOSEDREQUIRESASLAUTH
 // when SASL is required) and a null token and closes the connection, unless
@@ -32,7 +35,11 @@ func (c *conn) handleSASL(h wire.RequestHeader, body []byte) bool {
 		return false
 	}
 	if c.saslx == nil {
-		c.saslx = a.NewExchange()
+		var ip net.IP
+		if ta, ok := c.nc.RemoteAddr().(*net.TCPAddr); ok {
+			ip = ta.IP
+		}
+		c.saslx = a.NewExchange(ip)
 	}
 	tok, err := c.saslx.Step(req.Token)
 	if err == nil && c.saslx.Complete() {
@@ -52,7 +59,8 @@ func (c *conn) handleSASL(h wire.RequestHeader, body []byte) bool {
 	}
 	if err != nil {
 		keep := a.KeepFailed()
-		c.warnBad("SASL authentication failed", "session", sessionHex(c.sessionID), "err", err, "connection_kept", keep)
+		c.warnBad("SASL authentication failed", "session", sessionHex(c.sessionID), "mechanism", a.Mechanism(), "err", err,
+			"connection_kept", keep)
 		if keep {
 			c.send(wire.AppendReply(nil, wire.ReplyHeader{Xid: h.Xid, Zxid: 0, Err: wire.ErrOK}, &wire.SetSASLResponse{}))
 			return true
