@@ -15,7 +15,7 @@ set -euo pipefail
 
 PACKAGES=(zookeeper zookeeper-bin libnetty-java python3-kazoo python3-pure-sasl krb5-kdc krb5-admin-server krb5-user python3-kerberos iptables prometheus)
 # Installed without their recommended packages.
-LEAN=(prometheus)
+LEAN=(prometheus krb5-kdc krb5-admin-server krb5-user)
 
 export DEBIAN_FRONTEND=noninteractive
 
