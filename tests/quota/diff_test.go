@@ -128,7 +128,6 @@ func TestQuotaCommandsMatchApacheZooKeeper(t *testing.T) {
 // then writes count nothing and /zookeeper/quota stays on the root shard.
 func waitLevelProc(t *testing.T, ctx context.Context, e *corralproc.Ensemble) {
 	t.Helper()
-	want := fmt.Sprintf("format level=%d ", format.LevelQuota)
 	for i := 0; i < e.Size(); i++ {
 		for {
 			var body []byte
@@ -137,7 +136,7 @@ func waitLevelProc(t *testing.T, ctx context.Context, e *corralproc.Ensemble) {
 				body, err = io.ReadAll(resp.Body)
 				resp.Body.Close()
 			}
-			if err == nil && strings.Contains(string(body), want) {
+			if err == nil && quotaLevel(string(body)) {
 				break
 			}
 			if ctx.Err() != nil {

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -60,16 +62,28 @@ func mustCreate(t *testing.T, c *zk.Conn, path, data string) {
 	}
 }
 
+// quotaLevel reports whether a /members text shows the ensemble at format.LevelQuota or a
+// later level.
+func quotaLevel(text string) bool {
+	m := levelLine.FindStringSubmatch(text)
+	if m == nil {
+		return false
+	}
+	n, err := strconv.Atoi(m[1])
+	return err == nil && format.Level(n) >= format.LevelQuota
+}
+
+var levelLine = regexp.MustCompile(`format level=(\d+) `)
+
 func waitLevel(t *testing.T, cl *testcluster.Cluster, servers int) {
 	t.Helper()
-	want := fmt.Sprintf("format level=%d ", format.LevelQuota)
 	deadline := time.Now().Add(20 * time.Second)
 	for i := 0; i < servers; i++ {
 		for {
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			text, err := cl.Server(i).MembersText(ctx)
 			cancel()
-			if err == nil && strings.Contains(text, want) {
+			if err == nil && quotaLevel(text) {
 				break
 			}
 			if time.Now().After(deadline) {
