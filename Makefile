@@ -58,7 +58,7 @@ robust-soak: build deps
 
 # Run every native fuzz target for a short while.
 FUZZTIME ?= 20s
-FUZZPKGS ?= ./wire/ ./shard/ ./session/ ./tools/zkdata/ ./tools/backupfile/ ./sasl/
+FUZZPKGS ?= ./wire/ ./shard/ ./session/ ./tools/zkdata/ ./tools/backupfile/ ./sasl/ ./tlsconf/
 fuzz:
 	@for p in $(FUZZPKGS); do \
 		for t in $$($(GO) test -list 'Fuzz.*' $$p | grep ^Fuzz); do \
