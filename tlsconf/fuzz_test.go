@@ -12,7 +12,7 @@ import (
 func FuzzStores(f *testing.F) {
 	f.Add([]byte("-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"), "")
 	f.Add([]byte{0xfe, 0xed, 0xfe, 0xed, 0, 0, 0, 2, 0, 0, 0, 1}, "changeit") // a JKS header
-	f.Add([]byte{0x30, 0x82, 0x01, 0x00, 0x02, 0x01, 0x03}, "pass")        // a PKCS12 start
+	f.Add([]byte{0x30, 0x82, 0x01, 0x00, 0x02, 0x01, 0x03}, "pass")           // a PKCS12 start
 	f.Fuzz(func(t *testing.T, data []byte, pass string) {
 		if chain, _, err := pemKeyStore(data, pass); err == nil && len(chain) == 0 {
 			t.Fatal("PEM key store without a certificate accepted")
