@@ -75,7 +75,8 @@ func (s *Server) shardHooks() router.ShardHooks {
 // makeProposers creates a data shard's proposer and control proposer. Both exist before the
 // shard's replica starts: the leader listener may call them.
 func (s *Server) makeProposers(sh *router.Shard) {
-	sh.Proposer = router.NewProposer(sh.ID, s.proposeFunc(sh.ID), router.ProposerOptions{Log: s.log, Metrics: s.added.metrics, Quota: s.quotaMode})
+	sh.Taps = shard.NewTaps()
+	sh.Proposer = router.NewProposer(sh.ID, s.proposeFunc(sh.ID), router.ProposerOptions{Log: s.log, Metrics: s.added.metrics, Quota: s.quotaMode, Taps: sh.Taps})
 	sh.Control = router.NewProposer(sh.ID, s.proposeFunc(sh.ID), router.ProposerOptions{Log: s.log, Metrics: s.added.metrics, Control: true, Quota: s.quotaMode})
 }
 
@@ -84,6 +85,9 @@ func (s *Server) startDataShard(id uint64, tag uint8, ownsRoot bool, initial map
 	scfg := shard.Config{ShardID: id, Tag: tag, OwnsRoot: ownsRoot,
 		Dir: filepath.Join(s.cfg.DataDir, "corral", "shards", fmt.Sprintf("%d", id)), ExtendedTypes: s.cfg.ExtendedTypes,
 		ApplyDelayPerOp: s.cfg.testing.ApplyDelay, Listener: s.router, Logger: s.log.With("shard", id)}
+	if sh := s.router.Shard(id); sh != nil {
+		scfg.Taps = sh.Taps
+	}
 	if ownsRoot {
 		scfg.Root = "/"
 	}

@@ -46,6 +46,15 @@ var ErrRetryable = errors.New("router: retryable proposal failure")
 type Request struct {
 	Op   shard.Op
 	Done func(res shard.OpResult, err error)
+
+	// Where the request went (guarded by the proposer's mu): taps asked for while it is
+	// queued, then its batch and index once cut; settled once Done is due.
+	taps    []func(*shard.View)
+	seq     uint64
+	batchID uint64
+	index   int
+	queued  bool
+	settled bool
 }
 
 // ProposerOptions tune batching and pipelining.
@@ -62,6 +71,9 @@ type ProposerOptions struct {
 	Control bool
 	// Quota, if set, gives each batch's Quota (shard.Batch.Quota) when the batch is cut.
 	Quota func() shard.QuotaMode
+	// Taps, if set, is this server's registry of views between the ops of the proposed
+	// batches (shard.Taps), shared with its replica of the shard; Tap needs it.
+	Taps *shard.Taps
 }
 
 func (o *ProposerOptions) fill() {
@@ -166,6 +178,7 @@ func (p *Proposer) SubmitAll(rs ...*Request) {
 		return
 	}
 	for _, r := range rs {
+		r.queued = true
 		p.mu.queue = append(p.mu.queue, r)
 		p.mu.bytes += len(r.Op.Body) + 64
 	}
@@ -174,6 +187,31 @@ func (p *Proposer) SubmitAll(rs ...*Request) {
 	case p.wake <- struct{}{}:
 	default:
 	}
+}
+
+// Tap asks for a view of this server's replica right after r applied and before any batch
+// proposed after this call (shard.Taps): fn gets it (on some goroutine, possibly before Tap
+// returns; it must not block), or nil when r's batch settled without this replica applying it
+// (r's Done then follows). Tap returns false, and never calls fn, when r has settled already,
+// r was not submitted here, or the proposer has no Taps.
+func (p *Proposer) Tap(r *Request, fn func(*shard.View)) bool {
+	if p.opts.Taps == nil {
+		return false
+	}
+	p.mu.Lock()
+	switch {
+	case r.settled || (r.seq == 0 && !r.queued):
+		p.mu.Unlock()
+		return false
+	case r.queued:
+		r.taps = append(r.taps, fn)
+		p.mu.Unlock()
+		return true
+	}
+	id, seq, i := r.batchID, r.seq, r.index
+	p.mu.Unlock()
+	// Outside mu (fn may run here). Settled first makes this false.
+	return p.opts.Taps.Tap(id, seq, i, fn)
 }
 
 // LeaderChanged tells the proposer that the shard's leader changed. Proposals in flight may have
@@ -249,8 +287,17 @@ func (p *Proposer) Stop() {
 	p.mu.stopped = true
 	q := p.mu.queue
 	p.mu.queue = nil
+	var taps []func(*shard.View)
+	for _, r := range q {
+		r.queued, r.settled = false, true
+		taps = append(taps, r.taps...)
+		r.taps = nil
+	}
 	p.mu.Unlock()
 	p.stop()
+	for _, fn := range taps {
+		fn(nil)
+	}
 	for _, r := range q {
 		r.Done(shard.OpResult{}, ErrStopped)
 	}
@@ -279,6 +326,7 @@ type proposerObservers struct {
 }
 
 type inflight struct {
+	id    uint64 // the proposer id the batch was cut under
 	seq   uint64
 	cmd   []byte
 	att   atomic.Pointer[attempt] // the current proposal of this batch
@@ -347,10 +395,21 @@ func (p *Proposer) next() *inflight {
 	}
 	for i, r := range reqs {
 		b.Ops[i] = r.Op
+		r.queued, r.batchID, r.seq, r.index = false, b.Proposer, b.Seq, i
+	}
+	if t := p.opts.Taps; t != nil {
+		// Registered before it is proposed, so no apply can come first.
+		t.Register(b.Proposer, b.Seq)
+		for i, r := range reqs {
+			for _, fn := range r.taps {
+				t.Tap(b.Proposer, b.Seq, i, fn)
+			}
+			r.taps = nil
+		}
 	}
 	p.obs.batchOps.Observe(float64(n))
 	p.obs.queue.Set(float64(len(p.mu.queue)))
-	f := &inflight{seq: p.mu.seq, start: now, cmd: b.AppendTo(make([]byte, 0, size+64)), reqs: reqs}
+	f := &inflight{id: p.mu.id, seq: p.mu.seq, start: now, cmd: b.AppendTo(make([]byte, 0, size+64)), reqs: reqs}
 	p.mu.inFlight = append(p.mu.inFlight, f)
 	return f
 }
@@ -368,7 +427,13 @@ func (p *Proposer) run(b *inflight) {
 			break
 		}
 	}
+	for _, r := range b.reqs {
+		r.settled = true
+	}
 	p.mu.Unlock()
+	if t := p.opts.Taps; t != nil {
+		t.Settled(b.id, b.seq)
+	}
 	select {
 	case p.wake <- struct{}{}:
 	default:

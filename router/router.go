@@ -22,6 +22,9 @@ type Shard struct {
 	// Control proposes the cross-shard transaction steps (prepare, commit, abort, resolve) in
 	// control batches, which the shard applies even while a prepared transaction blocks it.
 	Control *Proposer
+	// Taps is the registry Proposer and this server's replica share for views between the
+	// ops of its batches (shard.Taps); nil where the server does not park reads.
+	Taps *shard.Taps
 
 	closer closer
 

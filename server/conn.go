@@ -61,6 +61,11 @@ type conn struct {
 	saslx sasl.Exchange
 	// reqNow is when the request being handled was read (request goroutine only).
 	reqNow time.Time
+	// parkOn is the connection's latest write submitted to a shard's proposer on its own
+	// (not in a group or transaction), and parkShard that shard: a read behind it may park
+	// (park.go; request goroutine only).
+	parkOn    *router.Request
+	parkShard *router.Shard
 	// leaseUntil caches the end of the session's lease (a time.Time) as the writer last saw it,
 	// so that sending under a valid lease takes no lock (lease.go).
 	leaseUntil atomic.Value
@@ -77,6 +82,9 @@ type conn struct {
 		// reserved counts the slots ever reserved: a group knows from it whether any request
 		// came between it and the group before it.
 		reserved uint64
+		// unparkable counts the slots in slots that are not single-shard writes or parked
+		// reads (park.go).
+		unparkable int
 	}
 	wake      chan struct{}
 	writerEnd chan struct{}
@@ -93,6 +101,9 @@ type slot struct {
 	// closes a connection whose oldest request waits on a replica cut off from its shard's
 	// quorum (stuck.go).
 	on []*router.Shard
+	// parkable: a single-shard write through its shard's proposer, or a parked read; a read
+	// may park behind such slots only (park.go).
+	parkable bool
 }
 
 func newConn(s *Server, nc net.Conn) *conn {
@@ -143,8 +154,15 @@ func (c *conn) signal() {
 // reserve appends an unfilled slot for a reply that will be completed later; on lists the
 // shards a write waits for.
 func (c *conn) reserve(kind string, on ...*router.Shard) *slot {
-	sl := &slot{start: time.Now(), kind: kind, on: on}
+	return c.reserveSlot(&slot{start: time.Now(), kind: kind, on: on})
+}
+
+// reserveSlot appends sl, unfilled, to the reply order.
+func (c *conn) reserveSlot(sl *slot) *slot {
 	c.out.Lock()
+	if !sl.parkable {
+		c.out.unparkable++
+	}
 	if len(c.out.slots) == 0 {
 		c.out.drained = make(chan struct{})
 	}
@@ -170,6 +188,9 @@ func (c *conn) complete(sl *slot, frame []byte) {
 		c.s.o.Metrics.observe(h.kind, time.Since(h.start).Seconds())
 		c.s.o.Metrics.outstanding.Dec()
 		c.s.gate.done()
+		if !h.parkable {
+			c.out.unparkable--
+		}
 		c.out.slots[n] = nil
 		n++
 	}

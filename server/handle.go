@@ -58,6 +58,9 @@ func (c *conn) handle(frame []byte) bool {
 		}
 		return false
 	}
+	if err == nil && c.park(h, rec) {
+		return true
+	}
 	if !c.waitIdle() {
 		return false
 	}
@@ -612,16 +615,17 @@ func (c *conn) handleWrite(h wire.RequestHeader, frame []byte) bool {
 	if !c.writeBarrier(sh.ID) {
 		return false
 	}
-	sl := c.reserve("write", sh)
+	sl := c.reserveSlot(&slot{start: time.Now(), kind: "write", on: []*router.Shard{sh}, parkable: true})
 	op := shard.Op{Session: c.sessionID, Epoch: c.epoch, Auth: c.AuthIDs(), Code: h.Op, Body: body,
 		MinZxid: c.lastZxid.Load(), ViewZxid: viewZxid}
-	c.propose(sl, h, rec, op, sh)
+	c.parkOn, c.parkShard = c.propose(sl, h, rec, op, sh), sh
 	return true
 }
 
-// propose submits a single-shard write to sh's proposer; its reply fills sl.
-func (c *conn) propose(sl *slot, h wire.RequestHeader, rec wire.Record, op shard.Op, sh *router.Shard) {
-	sh.Proposer.Submit(&router.Request{Op: op, Done: func(res shard.OpResult, err error) {
+// propose submits a single-shard write to sh's proposer; its reply fills sl. It returns the
+// request it submitted.
+func (c *conn) propose(sl *slot, h wire.RequestHeader, rec wire.Record, op shard.Op, sh *router.Shard) *router.Request {
+	r := &router.Request{Op: op, Done: func(res shard.OpResult, err error) {
 		switch {
 		case err != nil:
 			c.writeFailed(sl, err)
@@ -630,7 +634,9 @@ func (c *conn) propose(sl *slot, h wire.RequestHeader, rec wire.Record, op shard
 		default:
 			c.completeWrite(sl, h, rec, res)
 		}
-	}})
+	}}
+	sh.Proposer.Submit(r)
+	return r
 }
 
 // frame builds a reply frame with a pre-encoded body.

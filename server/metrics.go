@@ -17,6 +17,7 @@ type Metrics struct {
 	watchEvents prometheus.Counter
 	rerouted    prometheus.Counter
 	throttled   prometheus.Counter
+	parkedReads prometheus.Counter
 	leaseWaits  prometheus.Counter
 	leaseDrops  prometheus.Counter
 	stuckDrops  prometheus.Counter
@@ -56,6 +57,8 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "Writes proposed again after their shard sent them back because of a subtree move."}),
 		throttled: prometheus.NewCounter(prometheus.CounterOpts{Name: "corral_throttled_reads_total",
 			Help: "Times a connection stopped reading requests because the server was over its outstanding limit."}),
+		parkedReads: prometheus.NewCounter(prometheus.CounterOpts{Name: "corral_parked_reads_total",
+			Help: "Reads answered from the view right after the connection's pending write instead of waiting for its reply (docs/design.md §8)."}),
 		leaseWaits: prometheus.NewCounter(prometheus.CounterOpts{Name: "corral_session_lease_waits_total",
 			Help: "Times a connection held its output until its session's lease was renewed."}),
 		leaseDrops: prometheus.NewCounter(prometheus.CounterOpts{Name: "corral_session_lease_drops_total",
@@ -83,7 +86,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	if reg != nil {
 		reg.MustRegister(m.connections, m.outstanding, m.requests, m.latency, m.errors, m.watchEvents, m.rerouted, m.throttled,
 			m.leaseWaits, m.leaseDrops, m.stuckDrops, m.groups, m.groupedWrites, m.groupsBusy,
-			m.groupsRepliedAtDecision, m.groupCommitsHanded)
+			m.groupsRepliedAtDecision, m.groupCommitsHanded, m.parkedReads)
 	}
 	return m
 }

@@ -37,32 +37,16 @@ func (s *State) Apply(b *Batch) (BatchResult, []Event) {
 	case BatchApplied:
 		s.batchQuota = b.Quota
 		results := make([]OpResult, len(b.Ops))
+		var tapped func(i int, ok bool)
+		if s.taps != nil {
+			tapped = s.taps.applying(b.Proposer, b.Seq, func() *View { return s.View(s.tapShard) })
+		}
 		for i := range b.Ops {
-			op := &b.Ops[i]
-			if b.Control || isControlOp(op.Code) {
-				results[i] = s.applyControlOp(b, op, &events)
-				continue
+			results[i] = s.applyBatchOp(b, &b.Ops[i], &events)
+			if tapped != nil {
+				// A write sent back to another shard is not in this state: no view holds it.
+				tapped(i, results[i].Err != ErrMoved)
 			}
-			// A write of a session that moved is refused here whatever its path: sent back
-			// to another shard it could land where no newer epoch was recorded.
-			stale := s.sessionMoved(op)
-			if z, moved := s.movedFence(op, b.Time); moved && !stale {
-				results[i] = OpResult{Err: ErrMoved, Zxid: z}
-				continue
-			}
-			zxid := nextZxid(s.lastZxid, s.cfg.Tag, b.Time, op.MinZxid)
-			s.lastZxid = zxid
-			if b.SessionFence && s.sessionClosed(op) {
-				// An error txn, as ZooKeeper makes of a request on an expired session.
-				results[i] = OpResult{Zxid: zxid, Err: wire.ErrSessionExpired}
-				continue
-			}
-			if stale {
-				// ZooKeeper's answer to a request from the server a session left (owner.go).
-				results[i] = OpResult{Zxid: zxid, Err: wire.ErrSessionMoved}
-				continue
-			}
-			results[i] = s.applyOp(op, zxid, opTime(b.Time, zxid), &events)
 		}
 		s.finish(b.Proposer, p, b, results)
 		res = BatchResult{Status: BatchApplied, Results: results}
@@ -76,6 +60,30 @@ func (s *State) Apply(b *Batch) (BatchResult, []Event) {
 	s.expireTombstones(b.Time)
 	s.expireDecisions(b.Time)
 	return res, events
+}
+
+// applyBatchOp applies one op of an admitted batch.
+func (s *State) applyBatchOp(b *Batch, op *Op, events *[]Event) OpResult {
+	if b.Control || isControlOp(op.Code) {
+		return s.applyControlOp(b, op, events)
+	}
+	// A write of a session that moved is refused here whatever its path: sent back to
+	// another shard it could land where no newer epoch was recorded.
+	stale := s.sessionMoved(op)
+	if z, moved := s.movedFence(op, b.Time); moved && !stale {
+		return OpResult{Err: ErrMoved, Zxid: z}
+	}
+	zxid := nextZxid(s.lastZxid, s.cfg.Tag, b.Time, op.MinZxid)
+	s.lastZxid = zxid
+	if b.SessionFence && s.sessionClosed(op) {
+		// An error txn, as ZooKeeper makes of a request on an expired session.
+		return OpResult{Zxid: zxid, Err: wire.ErrSessionExpired}
+	}
+	if stale {
+		// ZooKeeper's answer to a request from the server a session left (owner.go).
+		return OpResult{Zxid: zxid, Err: wire.ErrSessionMoved}
+	}
+	return s.applyOp(op, zxid, opTime(b.Time, zxid), events)
 }
 
 // opTime is the time (ctime, mtime, TTL and tombstone decisions) of an op applied at zxid in a

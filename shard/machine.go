@@ -37,6 +37,9 @@ type Config struct {
 	ApplyDelayPerOp time.Duration
 	// Listener receives every published view; may be nil.
 	Listener Listener
+	// Taps, if set, answers this server's proposer's requests for views between the ops of
+	// the batches it proposed (taps.go).
+	Taps *Taps
 	// Logger; nil means slog.Default().
 	Logger *slog.Logger
 }
@@ -147,6 +150,7 @@ func (m *Machine) Open(stopc <-chan struct{}) (uint64, error) {
 		}
 	}
 	s.track = true
+	s.taps, s.tapShard = m.cfg.Taps, m.cfg.ShardID
 	m.db, m.gen, m.state, m.applied, m.flushed = db, gen, s, applied, applied
 	m.publish(nil)
 	m.log.Debug("shard opened", "dir", m.cfg.Dir, "applied", applied, "zxid", s.LastZxid(), "nodes", s.tree.nodes.Len())
@@ -157,6 +161,9 @@ func (m *Machine) Open(stopc <-chan struct{}) (uint64, error) {
 func (m *Machine) publish(events []Event) {
 	v := m.state.View(m.cfg.ShardID)
 	m.view.Store(v)
+	if m.cfg.Taps != nil {
+		m.cfg.Taps.publishedView(v)
+	}
 	if m.cfg.Listener != nil {
 		m.cfg.Listener.Applied(m.cfg.ShardID, v, events)
 	}
@@ -177,6 +184,9 @@ func (m *Machine) Update(ents []sm.Entry) ([]sm.Entry, error) {
 	}
 	var events []Event
 	ops := 0
+	if m.cfg.Taps != nil {
+		m.cfg.Taps.beginUpdate()
+	}
 	for i := range ents {
 		e := &ents[i]
 		if e.Index <= m.applied {

@@ -116,6 +116,7 @@ func (m *Machine) RecoverFromSnapshot(r io.Reader, stopc <-chan struct{}) error 
 	}
 	old, oldDir := m.db, filepath.Join(m.cfg.Dir, dbDirName(m.gen))
 	s.track = true
+	s.taps, s.tapShard = m.cfg.Taps, m.cfg.ShardID
 	m.db, m.gen, m.state, m.applied, m.flushed = db, gen, s, applied, applied
 	if err := old.Close(); err != nil {
 		m.log.Warn("closing replaced store", "err", err)

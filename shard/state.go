@@ -50,7 +50,11 @@ type State struct {
 
 	// track is set by the Machine: Apply then records what changed for the store.
 	track bool
-	dirty dirtySet
+	// taps, set by the Machine, hands views between ops to the server that proposed a batch
+	// (taps.go); tapShard is the shard id those views carry.
+	taps     *Taps
+	tapShard uint64
+	dirty    dirtySet
 }
 
 // NewState returns the initial state of a shard: the ZooKeeper 3.8 initial tree when
