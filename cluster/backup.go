@@ -67,8 +67,11 @@ func (s *Server) serveBackup(w http.ResponseWriter, r *http.Request) {
 
 // WriteViews writes the znodes of views (one per data shard, of one cut) to bw in key order, a
 // merge of the shards' walks, so every parent comes before its children whatever shard holds
-// it. Left out: ephemerals (their sessions do not outlive the ensemble), /zookeeper, and the
-// root "/" of every shard but root (the shard that serves "/").
+// it. Left out: ephemerals (their sessions do not outlive the ensemble), /zookeeper and
+// /zookeeper/config (every ensemble has its own), and the root "/" and /zookeeper/quota of
+// every shard but root (the shard that serves them). Kept: the quota nodes below
+// /zookeeper/quota (docs/design.md §17: on the shard of what they count), so a restore brings
+// the quotas back.
 func WriteViews(bw *backupfile.Writer, views []*shard.View, root uint64) error {
 	type head struct {
 		key  string
@@ -108,12 +111,19 @@ func walk(v *shard.View, withRoot bool) iter.Seq2[string, shard.NodeInfo] {
 	return func(yield func(string, shard.NodeInfo) bool) {
 		v.WalkAll(func(p string, n shard.NodeInfo) bool {
 			switch {
-			case p == "/" && !withRoot, n.IsEphemeral(), p == "/zookeeper", strings.HasPrefix(p, "/zookeeper/"):
+			case (p == "/" || p == shard.QuotaRoot) && !withRoot, n.IsEphemeral():
+				return true
+			case p == "/zookeeper", strings.HasPrefix(p, "/zookeeper/") && !inQuota(p):
 				return true
 			}
 			return yield(p, n)
 		})
 	}
+}
+
+// inQuota reports whether p is /zookeeper/quota or below it.
+func inQuota(p string) bool {
+	return p == shard.QuotaRoot || strings.HasPrefix(p, shard.QuotaRoot+"/")
 }
 
 // treeKey orders paths as the shards' trees do: "/" first, then by components.

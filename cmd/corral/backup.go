@@ -27,8 +27,8 @@ func runBackup(args []string) int {
 		fmt.Fprint(os.Stderr, `usage: corral backup --admin HOST:PORT --out FILE [flags]
 
 Writes one consistent cut of the whole namespace, across every data shard, to FILE: every
-persistent, container and TTL znode with its data, ACL and stat (not /zookeeper, never an
-ephemeral: its session ends with the ensemble). The server stalls writes for a few Raft rounds
+persistent, container and TTL znode with its data, ACL and stat, and the quotas below
+/zookeeper/quota (never an ephemeral: its session ends with the ensemble). The server stalls writes for a few Raft rounds
 while it takes the cut (docs/operations.md "Backup and restore"), then streams the file from
 that cut; it is checked (per-record CRC-32C, count, SHA-256) as it arrives. Needs an admin
 operator, as changes do (docs/operations.md "Admin port").
@@ -88,8 +88,8 @@ func runRestore(args []string) int {
 	fs.Usage = func() {
 		fmt.Fprint(os.Stderr, `usage: corral restore --admin HOST:PORT --to HOSTS --in FILE [flags]
 
-Loads a file written by corral backup into an EMPTY ensemble (nothing but / and /zookeeper;
-anything else is refused), so that every znode equals the backup: data, ACL, type (container,
+Loads a file written by corral backup into an EMPTY ensemble (nothing but / and /zookeeper, no
+quota; anything else is refused), so that every znode equals the backup: data, ACL, type (container,
 TTL) and stat (czxid, mzxid, pzxid, ctime, mtime, version, cversion, aversion). The whole file
 is checked first: a truncated or corrupt one is refused with the byte offset of the problem,
 and nothing is written. Afterwards every shard's zxid clock is past the largest restored zxid.

@@ -13,6 +13,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/corral/corral/format"
 	"github.com/corral/corral/internal/testcluster"
 	"github.com/corral/corral/internal/zktest"
 	"github.com/corral/corral/tools/backupfile"
@@ -71,6 +72,18 @@ func build(t *testing.T, ctx context.Context, c *zk.Conn) {
 	_, err = c.CreateTTL("/ttl", []byte("t"), zk.FlagTTL, open, time.Hour)
 	must(t, err)
 	create("/eph", nil, 0, open)
+	// Quotas (docs/design.md §17), as zkCli's setquota makes them: on /app (counted by the
+	// shard of /app) and on a node two levels down; the writes after them move their stats.
+	for _, q := range []string{"/app", "/s3/n001"} {
+		p := "/zookeeper/quota"
+		for _, comp := range strings.Split(q[1:], "/") {
+			p += "/" + comp
+			create(p, nil, 0, open)
+		}
+		create(p+"/zookeeper_limits", []byte("count=1000,bytes=-1"), 0, open)
+		create(p+"/zookeeper_stats", []byte("count=0,bytes=0"), 0, open)
+	}
+	create("/app/later", []byte("12345"), 0, open)
 	for s := 0; s < 10; s++ {
 		top := fmt.Sprintf("/s%d", s)
 		create(top, []byte(top), 0, open)
@@ -99,6 +112,7 @@ func TestBackupRestore(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	src, dst := start(t), start(t)
+	waitLevel(t, ctx, src, dst) // quotas are counted from format.LevelQuota on
 	sc := zktest.Connect(t, ctx, src.Addrs()...)
 	must(t, sc.AddAuth("digest", []byte("user:pass")))
 	build(t, ctx, sc)
@@ -155,15 +169,28 @@ func TestBackupRestore(t *testing.T) {
 	t.Logf("restore: %s, %d ACLs", rsum, rsum.ACLs)
 	must(t, dc.AddAuth("digest", []byte("user:pass")))
 	n := zktest.CompareTrees(t, sc, dc, "/")
-	if n < 3000 || int64(n)+1 != sum.Znodes { // +1: the root
-		t.Fatalf("compared %d znodes, the backup holds %d", n, sum.Znodes)
+	// The quotas: every node below /zookeeper/quota equal, stat and data.
+	q := zktest.CompareTrees(t, sc, dc, "/zookeeper/quota")
+	if n < 3000 || q != 7 || int64(n+q)+2 != sum.Znodes { // +2: the root and /zookeeper/quota
+		t.Fatalf("compared %d znodes and %d quota znodes, the backup holds %d", n, q, sum.Znodes)
 	}
-	_, rs, err := sc.Get("/")
-	must(t, err)
-	_, rd, err := dc.Get("/")
-	must(t, err)
-	if *rs != *rd {
-		t.Errorf("/: stat\n %+v, want\n %+v", *rd, *rs)
+	for _, p := range []string{"/", "/zookeeper/quota"} {
+		_, rs, err := sc.Get(p)
+		must(t, err)
+		_, rd, err := dc.Get(p)
+		must(t, err)
+		if *rs != *rd {
+			t.Errorf("%s: stat\n %+v, want\n %+v", p, *rd, *rs)
+		}
+	}
+	// The stats nodes hold the counts of the restored subtrees (the restore's creates were
+	// counted afresh, as ZooKeeper recounts when it loads a snapshot), which are the backup's.
+	for p, want := range map[string]string{"/app": "count=7,bytes=12", "/s3/n001": "count=1,bytes=1"} {
+		d, _, err := dc.Get("/zookeeper/quota" + p + "/zookeeper_stats")
+		must(t, err)
+		if string(d) != want {
+			t.Errorf("quota stats of %s restored as %q, want %q", p, d, want)
+		}
 	}
 	if _, _, err := dc.Get("/eph/e"); !errors.Is(err, zk.ErrNoNode) {
 		t.Fatalf("the ephemeral was restored: %v", err)
@@ -203,6 +230,29 @@ func TestBackupRestore(t *testing.T) {
 	}
 	if _, err := Restore(ctx, Options{Admin: dst.AdminAddr(0), To: dst.Addrs(), File: file}); !errors.Is(err, ErrNotEmpty) {
 		t.Fatalf("a restore into a non-empty ensemble: %v", err)
+	}
+}
+
+// waitLevel waits until every cluster's first server reports format level 6 (LevelCut) or
+// later, as a fresh ensemble does within seconds.
+func waitLevel(t *testing.T, ctx context.Context, cls ...*testcluster.Cluster) {
+	t.Helper()
+	for _, c := range cls {
+		for {
+			text, err := c.Server(0).MembersText(ctx)
+			var lvl int
+			if err == nil {
+				fmt.Sscanf(text, "format level=%d", &lvl)
+			}
+			if lvl >= int(format.LevelCut) {
+				break
+			}
+			select {
+			case <-ctx.Done():
+				t.Fatalf("format level 6 not reached: %q, %v", text, err)
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
 	}
 }
 

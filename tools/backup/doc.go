@@ -8,7 +8,7 @@
 //
 // Restore (restore.go) loads a file into an empty ensemble: it checks the whole file first
 // (nothing is written for a truncated or corrupt one), refuses a target that holds any znode
-// besides /zookeeper, then creates every znode through the client port in file order (parents
+// besides /zookeeper or a quota, then creates every znode through the client port in file order (parents
 // before children, many requests in flight, the type and data of the backup, an open ACL),
 // and reads the file a third time to set each znode's ACL and then its stat through the admin
 // port (POST /import/stats, shard.OpSetStat), which also moves every shard's zxid clock past

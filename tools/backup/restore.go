@@ -109,19 +109,27 @@ func scan(file string, c *counter, each func(*backupfile.Node) error) (Summary, 
 	return Summary{Znodes: t.Nodes, MaxZxid: t.MaxZxid, Shards: len(rd.Header().Shards), Bytes: fi.Size()}, nil
 }
 
-// checkEmpty refuses a target that holds a znode besides / and /zookeeper.
+// checkEmpty refuses a target that holds a znode besides /, /zookeeper and its fixed children,
+// or a quota (a child of /zookeeper/quota).
 func checkEmpty(c *zk.Conn) error {
-	kids, _, err := c.Children("/")
-	if err != nil {
-		return fmt.Errorf("target: listing /: %w", err)
-	}
-	kids = slices.DeleteFunc(kids, func(k string) bool { return k == "zookeeper" })
-	if len(kids) > 0 {
-		slices.Sort(kids)
-		return fmt.Errorf("%w: / has %d children (/%s first): restore into a fresh ensemble, or delete them first", ErrNotEmpty, len(kids), kids[0])
+	for _, p := range []string{"/", quotaRoot} {
+		kids, _, err := c.Children(p)
+		if err != nil {
+			return fmt.Errorf("target: listing %s: %w", p, err)
+		}
+		kids = slices.DeleteFunc(kids, func(k string) bool { return p == "/" && k == "zookeeper" })
+		if len(kids) > 0 {
+			slices.Sort(kids)
+			return fmt.Errorf("%w: %s has %d children (%s first): restore into a fresh ensemble, or delete them first",
+				ErrNotEmpty, p, len(kids), path.Join(p, kids[0]))
+		}
 	}
 	return nil
 }
+
+// quotaRoot is ZooKeeper's /zookeeper/quota: every ensemble has it; a backup holds it (its stat)
+// and the quota nodes below it.
+const quotaRoot = "/zookeeper/quota"
 
 // restore is the state of one restore's second and third passes.
 type restore struct {
@@ -156,9 +164,10 @@ func (r *restore) fail(err error) {
 	}
 }
 
-// create starts the creation of n (the root exists already) once its parent exists.
+// create starts the creation of n (the root and /zookeeper/quota exist already) once its parent
+// exists.
 func (r *restore) create(n *backupfile.Node) error {
-	if n.Path == "/" {
+	if n.Path == "/" || n.Path == quotaRoot {
 		return nil
 	}
 	if err := r.failed(); err != nil {
