@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,6 +15,8 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/corral/corral/acl"
+	"github.com/corral/corral/adminauth"
 	"github.com/corral/corral/format"
 	"github.com/corral/corral/internal/testcluster"
 	"github.com/corral/corral/internal/zktest"
@@ -22,11 +26,29 @@ import (
 // start starts a one-server ensemble with three data shards, TTL nodes and an admin port.
 func start(t *testing.T) *testcluster.Cluster { return startN(t, 1) }
 
-// startN is start with n servers.
-func startN(t *testing.T, n int) *testcluster.Cluster {
+// startN is start with n servers and extra zoo.cfg lines.
+func startN(t *testing.T, n int, extra ...string) *testcluster.Cluster {
 	t.Helper()
 	return testcluster.Start(t, testcluster.Options{Servers: n, Shards: 3, Admin: true,
-		Extra: []string{"zookeeper.extendedTypesEnabled=true"}})
+		Extra: append([]string{"zookeeper.extendedTypesEnabled=true"}, extra...)})
+}
+
+// operator is the admin operator of the target ensembles of TestBackupRestore.
+const operator = "op:pw"
+
+// postRestore sends body to POST /restore at admin with the operator credentials cred ("":
+// none) and returns the status and the answer.
+func postRestore(t *testing.T, ctx context.Context, admin, cred string, body []byte) (int, string) {
+	t.Helper()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+admin+"/restore", bytes.NewReader(body))
+	must(t, err)
+	adminauth.SetHeader(req, cred)
+	resp, err := http.DefaultClient.Do(req)
+	must(t, err)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	must(t, err)
+	return resp.StatusCode, strings.TrimSpace(string(b))
 }
 
 func must(t *testing.T, err error) {
@@ -111,7 +133,9 @@ func TestBackupRestore(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	src, dst := start(t), start(t)
+	// The target's admin port has an operator: loopback is not trusted, a POST /restore
+	// without credentials is refused.
+	src, dst := start(t), startN(t, 1, "corral.admin.digest="+acl.Digest(operator))
 	waitLevel(t, ctx, src, dst) // quotas are counted from format.LevelQuota on
 	sc := zktest.Connect(t, ctx, src.Addrs()...)
 	must(t, sc.AddAuth("digest", []byte("user:pass")))
@@ -139,9 +163,15 @@ func TestBackupRestore(t *testing.T) {
 		t.Fatalf("the partial file is left: %v", err)
 	}
 
-	// A truncated and a corrupt copy are refused before anything is written.
+	// A truncated and a corrupt copy are refused before anything is written: by corral
+	// restore, which checks the file before it sends it, and by POST /restore itself (400),
+	// which checks the body as it arrives. A POST without an operator is refused (401).
 	good, err := os.ReadFile(file)
 	must(t, err)
+	admin := dst.AdminAddr(0)
+	if code, msg := postRestore(t, ctx, admin, "", good); code != http.StatusUnauthorized {
+		t.Fatalf("POST /restore without credentials: %d %s", code, msg)
+	}
 	bad := filepath.Join(t.TempDir(), "bad.backup")
 	for _, tc := range []struct {
 		name string
@@ -150,21 +180,28 @@ func TestBackupRestore(t *testing.T) {
 	}{
 		{"truncated", good[:len(good)/2], "truncated"},
 		{"corrupt", flip(good, len(good)/3), "checksum mismatch"},
+		{"corrupt trailer", flip(good, len(good)-10), "checksum mismatch"},
+		{"not a backup", []byte("ZKSNAPSHOT"), "wrong magic"},
 	} {
 		must(t, os.WriteFile(bad, tc.data, 0o600))
-		_, err := Restore(ctx, Options{Admin: dst.AdminAddr(0), To: dst.Addrs(), File: bad})
+		_, err := Restore(ctx, Options{Admin: admin, AdminAuth: operator, File: bad})
 		var fe *backupfile.FormatError
 		if !errors.As(err, &fe) || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "at byte") {
 			t.Fatalf("%s file: %v", tc.name, err)
 		}
-		t.Logf("%s file: %v", tc.name, err)
+		code, msg := postRestore(t, ctx, admin, operator, tc.data)
+		if code != http.StatusBadRequest || !strings.Contains(msg, tc.want) || !strings.Contains(msg, "at byte") {
+			t.Fatalf("%s file, POST /restore: %d %s", tc.name, code, msg)
+		}
+		t.Logf("%s file: %v; POST /restore: %d %s", tc.name, err, code, msg)
 	}
 	dc := zktest.Connect(t, ctx, dst.Addrs()...)
 	if kids, _, err := dc.Children("/"); err != nil || len(kids) != 1 {
 		t.Fatalf("a refused file wrote something: / has %v (%v)", kids, err)
 	}
 
-	rsum, err := Restore(ctx, Options{Admin: dst.AdminAddr(0), To: dst.Addrs(), File: file})
+	var rprogress bytes.Buffer
+	rsum, err := Restore(ctx, Options{Admin: admin, AdminAuth: operator, File: file, Progress: &rprogress})
 	must(t, err)
 	t.Logf("restore: %s, %d ACLs", rsum, rsum.ACLs)
 	must(t, dc.AddAuth("digest", []byte("user:pass")))
@@ -228,8 +265,11 @@ func TestBackupRestore(t *testing.T) {
 	if a != b {
 		t.Fatalf("next sequential child: source %s, restored %s", a, b)
 	}
-	if _, err := Restore(ctx, Options{Admin: dst.AdminAddr(0), To: dst.Addrs(), File: file}); !errors.Is(err, ErrNotEmpty) {
+	if _, err := Restore(ctx, Options{Admin: admin, AdminAuth: operator, File: file}); !errors.Is(err, ErrNotEmpty) {
 		t.Fatalf("a restore into a non-empty ensemble: %v", err)
+	}
+	if code, msg := postRestore(t, ctx, admin, operator, good); code != http.StatusConflict || !strings.Contains(msg, "not empty") {
+		t.Fatalf("POST /restore into a non-empty ensemble: %d %s", code, msg)
 	}
 }
 
