@@ -56,7 +56,7 @@ func TestBackupRestoreExitCodes(t *testing.T) {
 		1: {runBackup, []string{"--out", out, "extra"}, 2},
 		2: {runBackup, []string{"--admin", admin, "--out", out}, 1},                          // 401: no operator
 		3: {runBackup, []string{"--admin", admin, "--out", out, "--admin-auth", "op:pw"}, 1}, // not a backup file
-		4: {runRestore, []string{"--in", notBackup}, 2}, // no --admin
+		4: {runRestore, []string{"--in", notBackup}, 2},                                      // no --admin
 		5: {runRestore, []string{"--admin", "127.0.0.1:1", "--in", notBackup}, 1},
 		6: {runRestore, []string{"--admin", "127.0.0.1:1", "--to", "127.0.0.1:1", "--in", filepath.Join(dir, "missing")}, 1},
 		7: {runRestore, []string{"--admin", admin, "--in", good}, 1},                          // 401: no operator
