@@ -27,6 +27,7 @@ const CutStallHeader = "X-Corral-Cut-Stall"
 // from the immutable views of the cut. 409 below format level 6 (LevelCut); 503 when no cut got through.
 // The adminauth guard asks for an operator (the file holds every znode, whatever its ACL).
 // A failure after the first byte leaves the file without its trailer, which a reader refuses.
+// Each request is counted and its cut timed (backup_metrics.go).
 func (s *Server) serveBackup(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodGet {
 		http.Error(w, "GET /backup", http.StatusMethodNotAllowed)
@@ -38,6 +39,7 @@ func (s *Server) serveBackup(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), cutTimeout)
 	views, st, err := s.router.TakeCut(ctx)
 	cancel()
+	s.metrics.cut(st, err)
 	if err != nil {
 		s.log.Warn("backup: no consistent cut", "attempts", st.Attempts, "err", err)
 		http.Error(w, "taking a consistent cut of the data shards: "+err.Error(), http.StatusServiceUnavailable)
@@ -60,6 +62,7 @@ func (s *Server) serveBackup(w http.ResponseWriter, r *http.Request) {
 		t, err = bw.Close()
 		s.log.Info("backup: sent", "znodes", t.Nodes, "remote", r.RemoteAddr)
 	}
+	s.metrics.sent(err)
 	if err != nil {
 		s.log.Warn("backup: stopped while sending; the client's file has no trailer and will be refused", "remote", r.RemoteAddr, "err", err)
 	}

@@ -271,6 +271,29 @@ func TestBackupRestore(t *testing.T) {
 	if code, msg := postRestore(t, ctx, admin, operator, good); code != http.StatusConflict || !strings.Contains(msg, "not empty") {
 		t.Fatalf("POST /restore into a non-empty ensemble: %d %s", code, msg)
 	}
+	// The metrics: one backup sent, its cut timed; one restore done, six refused (four bad
+	// bodies, two into a non-empty ensemble; the POST without credentials never reached it).
+	for _, m := range []struct {
+		admin, series string
+		want          float64
+	}{
+		{src.AdminAddr(0), `corral_backups_total{result="sent"}`, 1},
+		{src.AdminAddr(0), `corral_backups_total{result="no_cut"}`, 0},
+		{src.AdminAddr(0), `corral_backup_cut_stall_seconds_count`, 1},
+		{admin, `corral_restores_total{result="done"}`, 1},
+		{admin, `corral_restores_total{result="refused"}`, 6},
+		{admin, `corral_restores_total{result="failed"}`, 0},
+	} {
+		if got := metric(t, m.admin, m.series); got != m.want {
+			t.Errorf("%s: %s = %v, want %v", m.admin, m.series, got, m.want)
+		}
+	}
+	if a := metric(t, src.AdminAddr(0), "corral_backup_cut_attempts_total"); a < 1 {
+		t.Errorf("corral_backup_cut_attempts_total = %v", a)
+	}
+	if s := metric(t, src.AdminAddr(0), "corral_backup_cut_stall_seconds_sum"); s <= 0 || s > 5 {
+		t.Errorf("corral_backup_cut_stall_seconds_sum = %v", s)
+	}
 }
 
 // waitLevel waits until every cluster's first server reports format level 6 (LevelCut) or
@@ -294,6 +317,25 @@ func waitLevel(t *testing.T, ctx context.Context, cls ...*testcluster.Cluster) {
 			}
 		}
 	}
+}
+
+// metric returns the value of the sample named (with labels) series on admin's /metrics.
+func metric(t *testing.T, admin, series string) float64 {
+	t.Helper()
+	resp, err := http.Get("http://" + admin + "/metrics")
+	must(t, err)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	must(t, err)
+	for _, l := range strings.Split(string(b), "\n") {
+		if name, v, ok := strings.Cut(l, " "); ok && name == series {
+			var f float64
+			fmt.Sscan(v, &f)
+			return f
+		}
+	}
+	t.Fatalf("%s: no %s on /metrics", admin, series)
+	return 0
 }
 
 func flip(b []byte, i int) []byte {
