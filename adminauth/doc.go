@@ -3,7 +3,7 @@
 //
 // Requests are split by method. GET and HEAD read (/metrics, /health, /shards, /placement,
 // /members, /debug/pprof/…); every other method changes state (POST /move, /shards/add,
-// /members/add, /members/remove, /import/stats, and any endpoint added later): the split does
+// /members/add, /members/remove, /import/stats, /restore, and any endpoint added later): the split does
 // not depend on a list of paths, so a new POST endpoint is guarded from its first day. The one
 // read guarded as a change is GET /backup (OperatorRead): it returns every znode whatever its
 // ACL, and its cut stalls the writes of every shard for a moment.

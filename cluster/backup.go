@@ -27,6 +27,7 @@ const CutStallHeader = "X-Corral-Cut-Stall"
 // from the immutable views of the cut. 409 below format level 6 (LevelCut); 503 when no cut got through.
 // The adminauth guard asks for an operator (the file holds every znode, whatever its ACL).
 // A failure after the first byte leaves the file without its trailer, which a reader refuses.
+// Each request is counted and its cut timed (backup_metrics.go).
 func (s *Server) serveBackup(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodGet {
 		http.Error(w, "GET /backup", http.StatusMethodNotAllowed)
@@ -38,6 +39,7 @@ func (s *Server) serveBackup(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), cutTimeout)
 	views, st, err := s.router.TakeCut(ctx)
 	cancel()
+	s.metrics.cut(st, err)
 	if err != nil {
 		s.log.Warn("backup: no consistent cut", "attempts", st.Attempts, "err", err)
 		http.Error(w, "taking a consistent cut of the data shards: "+err.Error(), http.StatusServiceUnavailable)
@@ -60,6 +62,7 @@ func (s *Server) serveBackup(w http.ResponseWriter, r *http.Request) {
 		t, err = bw.Close()
 		s.log.Info("backup: sent", "znodes", t.Nodes, "remote", r.RemoteAddr)
 	}
+	s.metrics.sent(err)
 	if err != nil {
 		s.log.Warn("backup: stopped while sending; the client's file has no trailer and will be refused", "remote", r.RemoteAddr, "err", err)
 	}
@@ -67,8 +70,11 @@ func (s *Server) serveBackup(w http.ResponseWriter, r *http.Request) {
 
 // WriteViews writes the znodes of views (one per data shard, of one cut) to bw in key order, a
 // merge of the shards' walks, so every parent comes before its children whatever shard holds
-// it. Left out: ephemerals (their sessions do not outlive the ensemble), /zookeeper, and the
-// root "/" of every shard but root (the shard that serves "/").
+// it. Left out: ephemerals (their sessions do not outlive the ensemble), /zookeeper and
+// /zookeeper/config (every ensemble has its own), and the root "/" and /zookeeper/quota of
+// every shard but root (the shard that serves them). Kept: the quota nodes below
+// /zookeeper/quota (docs/design.md §17: on the shard of what they count), so a restore brings
+// the quotas back.
 func WriteViews(bw *backupfile.Writer, views []*shard.View, root uint64) error {
 	type head struct {
 		key  string
@@ -108,12 +114,19 @@ func walk(v *shard.View, withRoot bool) iter.Seq2[string, shard.NodeInfo] {
 	return func(yield func(string, shard.NodeInfo) bool) {
 		v.WalkAll(func(p string, n shard.NodeInfo) bool {
 			switch {
-			case p == "/" && !withRoot, n.IsEphemeral(), p == "/zookeeper", strings.HasPrefix(p, "/zookeeper/"):
+			case (p == "/" || p == shard.QuotaRoot) && !withRoot, n.IsEphemeral():
+				return true
+			case p == "/zookeeper", strings.HasPrefix(p, "/zookeeper/") && !inQuota(p):
 				return true
 			}
 			return yield(p, n)
 		})
 	}
+}
+
+// inQuota reports whether p is /zookeeper/quota or below it.
+func inQuota(p string) bool {
+	return p == shard.QuotaRoot || strings.HasPrefix(p, shard.QuotaRoot+"/")
 }
 
 // treeKey orders paths as the shards' trees do: "/" first, then by components.

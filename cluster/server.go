@@ -80,6 +80,9 @@ type Server struct {
 	secureLn *tlsconf.Listener // its listener, merged into ln
 	qtls     *tlsconf.Source   // ssl.quorum.* stores (sslQuorum, admin.forceHttps), tls.go
 
+	metrics   *backupMetrics // backup_metrics.go
+	restoring sync.Mutex     // held by the one POST /restore this server runs at a time
+
 	srvPtr atomic.Pointer[server.Server]
 	// metaConfirmed is when (unix ns) a catch-up round on the meta shard last began that then
 	// completed: this server heard the session table's quorum then (quorumLost).
@@ -106,6 +109,7 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (*Server, error) {
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	s.metrics = newBackupMetrics(s.reg)
 	if err := s.startRaft(); err != nil {
 		s.cancel()
 		return nil, err
@@ -598,6 +602,7 @@ func (s *Server) startAdmin() {
 	mux.HandleFunc("/members/", s.serveMembers)
 	mux.HandleFunc("/import/stats", s.serveImportStats)
 	mux.HandleFunc("/backup", s.serveBackup)
+	mux.HandleFunc("/restore", s.serveRestore)
 	mux.HandleFunc("/debug/pprof/", pprof.Index)
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)

@@ -27,8 +27,8 @@ func runBackup(args []string) int {
 		fmt.Fprint(os.Stderr, `usage: corral backup --admin HOST:PORT --out FILE [flags]
 
 Writes one consistent cut of the whole namespace, across every data shard, to FILE: every
-persistent, container and TTL znode with its data, ACL and stat (not /zookeeper, never an
-ephemeral: its session ends with the ensemble). The server stalls writes for a few Raft rounds
+persistent, container and TTL znode with its data, ACL and stat, and the quotas below
+/zookeeper/quota (never an ephemeral: its session ends with the ensemble). The server stalls writes for a few Raft rounds
 while it takes the cut (docs/operations.md "Backup and restore"), then streams the file from
 that cut; it is checked (per-record CRC-32C, count, SHA-256) as it arrives. Needs an admin
 operator, as changes do (docs/operations.md "Admin port").
@@ -70,35 +70,39 @@ flags:
 	return 0
 }
 
-// runRestore loads a backup into an empty ensemble (tools/backup):
+// runRestore loads a backup into an empty ensemble through a server's POST /restore
+// (tools/backup):
 //
-//	corral restore --admin 127.0.0.1:8080 --to 127.0.0.1:2181 --in corral.backup
+//	corral restore --admin 127.0.0.1:8080 --in corral.backup
 //
 // Exit codes: 0 restored, 1 failed (a bad file or a non-empty target: nothing written), 2 usage.
 func runRestore(args []string) int {
 	fs := flag.NewFlagSet("restore", flag.ContinueOnError)
-	admin := fs.String("admin", "", "admin address (admin.serverAddress:admin.serverPort) of a server of the target ensemble: the stats are set through it")
-	to := fs.String("to", "", "client addresses of the target ensemble, host:port[,host:port...]")
+	admin := fs.String("admin", "", "admin address (admin.serverAddress:admin.serverPort) of a server of the target ensemble: it does the restore")
+	fs.String("to", "", "ignored (the server restores through its own client port); accepted for older scripts")
 	in := fs.String("in", "", "the backup file to load")
 	adminAuth := adminAuthFlag(fs)
 	var auth multiFlag
-	fs.Var(&auth, "auth", "scheme:credentials added on the restore's session, e.g. digest:user:password (repeatable)")
-	conc := fs.Int("concurrency", 64, "requests in flight")
+	fs.Var(&auth, "auth", "scheme:credentials the server adds on the restore's session, e.g. digest:user:password (repeatable)")
+	conc := fs.Int("concurrency", 64, "requests the server keeps in flight")
 	quiet := fs.Bool("quiet", false, "no progress lines")
 	fs.Usage = func() {
-		fmt.Fprint(os.Stderr, `usage: corral restore --admin HOST:PORT --to HOSTS --in FILE [flags]
+		fmt.Fprint(os.Stderr, `usage: corral restore --admin HOST:PORT --in FILE [flags]
 
-Loads a file written by corral backup into an EMPTY ensemble (nothing but / and /zookeeper;
-anything else is refused), so that every znode equals the backup: data, ACL, type (container,
-TTL) and stat (czxid, mzxid, pzxid, ctime, mtime, version, cversion, aversion). The whole file
-is checked first: a truncated or corrupt one is refused with the byte offset of the problem,
-and nothing is written. Afterwards every shard's zxid clock is past the largest restored zxid.
-Ephemerals are not in a backup. TTL znodes need zookeeper.extendedTypesEnabled=true on the
-target.
+Loads a file written by corral backup into an EMPTY ensemble (nothing but / and /zookeeper, no
+quota; anything else is refused), so that every znode equals the backup: data, ACL, type (container,
+TTL) and stat (czxid, mzxid, pzxid, ctime, mtime, version, cversion, aversion), quotas included.
+The whole file is checked here first, then sent to the server's POST /restore, which checks it
+again as it arrives: a truncated or corrupt one is refused with the byte offset of the problem,
+and nothing is written. The server creates the znodes through its own client port and sets
+their stats; afterwards every shard's zxid clock is past the largest restored zxid. Ephemerals
+are not in a backup. TTL znodes need zookeeper.extendedTypesEnabled=true on the target. Needs an
+admin operator, as changes do (docs/operations.md "Admin port").
 
 examples:
-  corral restore --admin 127.0.0.1:8080 --to 127.0.0.1:2181 --in corral.backup
-  corral restore --admin zk1:8080 --to zk1:2181,zk2:2181,zk3:2181 --in /backups/corral-2026-01-31.backup
+  corral restore --admin 127.0.0.1:8080 --in corral.backup
+  CORRAL_ADMIN_AUTH=ops:secret corral restore --admin zk1:8080 --in /backups/corral-2026-01-31.backup
+  curl -H 'Authorization: digest ops:secret' --data-binary @corral.backup http://zk1:8080/restore
 
 flags:
 `)
@@ -107,8 +111,8 @@ flags:
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	if fs.NArg() != 0 || *admin == "" || *to == "" || *in == "" {
-		fmt.Fprintln(os.Stderr, "corral restore: --admin, --to and --in are required")
+	if fs.NArg() != 0 || *admin == "" || *in == "" {
+		fmt.Fprintln(os.Stderr, "corral restore: --admin and --in are required")
 		fs.Usage()
 		return 2
 	}
@@ -118,7 +122,7 @@ flags:
 		return 2
 	}
 	o := backup.Options{Admin: *admin, AdminAuth: adminauth.FromEnv(*adminAuth), AdminTLS: tc, File: *in,
-		To: split(*to), Auth: auth, Concurrency: *conc}
+		Auth: auth, Concurrency: *conc}
 	if !*quiet && onTerminal() {
 		o.Progress = os.Stderr
 	}

@@ -8,7 +8,7 @@
 //	corral shards list|add ...          list the data shards, add one online
 //	corral import --from|--zk-datadir   copy a ZooKeeper tree (data, ACLs, stats) into Corral
 //	corral backup --admin H --out FILE  write one consistent cut of the whole namespace to a file
-//	corral restore --admin H --to HOSTS --in FILE  load a backup into an empty ensemble
+//	corral restore --admin H --in FILE  load a backup into an empty ensemble (POST /restore)
 //	corral inspect DIR [--dump /path]   look into a stopped server's data directory (read-only)
 //	corral version
 //

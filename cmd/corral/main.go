@@ -63,7 +63,7 @@ commands:
   shards list|add           list the data shards, or add one online (through a server's admin port)
   import --from zk:2181 ... copy a running ZooKeeper's tree (data, ACLs, stats) into Corral
   backup --out FILE         write one consistent cut of the whole namespace to a file (through a server's admin port)
-  restore --in FILE         load a backup into an empty ensemble (through its client and admin ports)
+  restore --in FILE         load a backup into an empty ensemble (through a server's admin port)
   inspect DIR               look into a stopped server's data directory (shards, subtrees, sessions; --dump /path)
   version                   print the version
 

@@ -25,16 +25,14 @@ type Options struct {
 	AdminAuth string      // operator credentials (user:password) for it; "" for none (package adminauth)
 	AdminTLS  *tls.Config // HTTPS to the admin port (admin.forceHttps); nil: plain HTTP
 	File      string      // the backup file: written by Backup, read by Restore
-	// To are the client addresses (host:port) of the ensemble a restore writes to.
-	To []string
-	// Auth lists scheme:credentials pairs added on the restore's session.
+	// Auth lists scheme:credentials pairs the server adds on the restore's session
+	// (cluster.RestoreAuthHeader).
 	Auth []string
-	// Concurrency is how many requests a restore keeps in flight (default 64).
+	// Concurrency is how many requests the server keeps in flight for a restore (0: its
+	// default, 64).
 	Concurrency int
 	// Progress, when set, gets a line every second while the work runs.
 	Progress io.Writer
-	// SessionTimeout of a restore's session (default 30 s).
-	SessionTimeout time.Duration
 }
 
 // Summary is what a backup or restore did.

@@ -6,11 +6,10 @@
 // record, the count and the SHA-256 as the bytes arrive (tools/backupfile), with progress; the
 // file appears under its name only once complete and checked.
 //
-// Restore (restore.go) loads a file into an empty ensemble: it checks the whole file first
-// (nothing is written for a truncated or corrupt one), refuses a target that holds any znode
-// besides /zookeeper, then creates every znode through the client port in file order (parents
-// before children, many requests in flight, the type and data of the backup, an open ACL),
-// and reads the file a third time to set each znode's ACL and then its stat through the admin
-// port (POST /import/stats, shard.OpSetStat), which also moves every shard's zxid clock past
-// the largest restored zxid. Both read the file as a stream: memory does not grow with it.
+// Restore (restore.go) checks a file and uploads it to a server's POST /restore (cluster,
+// restore.go), which checks it again as it arrives, refuses a target that holds any znode
+// besides /zookeeper or a quota, creates every znode through its own client port and sets the
+// ACLs and stats; Restore prints the progress lines the server sends back and returns its last
+// one. The restore itself happens on the server, so the command and a plain HTTP POST do the
+// same. Both read the file as a stream: memory does not grow with it.
 package backup

@@ -1,263 +1,140 @@
 package backup
 
 import (
+	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
-	"path"
-	"slices"
-	"sync"
-	"sync/atomic"
+	"strings"
 	"time"
 
-	"github.com/go-zookeeper/zk"
-
+	"github.com/corral/corral/adminauth"
 	"github.com/corral/corral/cluster"
-	"github.com/corral/corral/tools/backupfile"
-	"github.com/corral/corral/tools/zkdata"
 	"github.com/corral/corral/tools/zkimport"
 )
 
 // ErrNotEmpty: the target ensemble holds znodes; a restore writes only into an empty one.
-var ErrNotEmpty = errors.New("the target ensemble is not empty")
+var ErrNotEmpty = cluster.ErrRestoreNotEmpty
 
-// statChunk is how many znodes get their ACL and stat per round of the third pass.
-const statChunk = 10_000
-
-// Restore loads o.File into the empty ensemble at o.To (see the package doc). It checks the
-// whole file before it writes anything; a failure half-way leaves what was created (restore
-// into a fresh ensemble again).
+// Restore loads o.File into the empty ensemble of the server at o.Admin (see the package doc):
+// it checks the whole file, then uploads it to POST /restore, which checks it again before it
+// writes anything. A failure half-way leaves what was created (restore into a fresh ensemble
+// again).
 func Restore(ctx context.Context, o Options) (Summary, error) {
 	start := time.Now()
-	if o.Concurrency <= 0 {
-		o.Concurrency = 64
-	}
-	if o.SessionTimeout <= 0 {
-		o.SessionTimeout = 30 * time.Second
-	}
 	c := &counter{what: "checked"}
 	stop := c.progress(o.Progress)
-	sum, err := scan(o.File, c, nil)
+	sum, err := scan(o.File, c)
 	stop()
 	if err != nil {
 		return Summary{}, fmt.Errorf("%s: %w (nothing restored)", o.File, err)
 	}
-	conn, err := zkimport.Connect(o.To, o.Auth, o.SessionTimeout)
-	if err != nil {
-		return sum, fmt.Errorf("target: %w", err)
-	}
-	defer conn.Close()
-	if err := checkEmpty(conn); err != nil {
-		return sum, err
-	}
-	r := &restore{ctx: ctx, o: o, conn: conn}
-	c = &counter{what: "created"}
-	stop = c.progress(o.Progress)
-	_, err = scan(o.File, c, r.create)
-	if err == nil {
-		err = r.wait()
-	}
-	stop()
+	resp, err := post(ctx, o)
 	if err != nil {
 		return sum, err
 	}
-	c = &counter{what: "set the ACL and stat of"}
-	stop = c.progress(o.Progress)
-	_, err = scan(o.File, c, r.collect)
-	if err == nil {
-		err = r.flush(ctx)
-	}
-	stop()
-	sum.ACLs = r.acls.Load()
+	defer resp.Body.Close()
+	last, err := follow(resp.Body, o.Progress)
+	sum.ACLs = last.ACLs
 	sum.Took = time.Since(start)
-	return sum, err
+	if err != nil {
+		return sum, fmt.Errorf("restore through %s: %w", o.Admin, err)
+	}
+	return sum, nil
 }
 
-// scan reads the file, checking it, and calls each (when not nil) with every znode in order.
-func scan(file string, c *counter, each func(*backupfile.Node) error) (Summary, error) {
+// scan reads and checks the file, counting znodes into c.
+func scan(file string, c *counter) (Summary, error) {
 	f, err := os.Open(file)
 	if err != nil {
 		return Summary{}, err
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return Summary{}, err
+	sum, err := receive(countingReader{f, &c.bytes}, c)
+	sum.Bytes = c.bytes.Load()
+	return sum, err
+}
+
+// post uploads the file to POST /restore and returns the 200 answer. It asks again while the
+// server answers 409 with Retry-After (the ensemble has not reached format level 6 yet).
+func post(ctx context.Context, o Options) (*http.Response, error) {
+	url, client := zkimport.AdminURL(o.Admin, "/restore", o.AdminTLS)
+	if o.Concurrency > 0 {
+		url += fmt.Sprintf("?concurrency=%d", o.Concurrency)
 	}
-	rd, err := backupfile.NewReader(countingReader{f, &c.bytes})
-	if err != nil {
-		return Summary{}, err
-	}
+	deadline := time.Now().Add(levelWait)
 	for {
-		n, err := rd.Next()
-		if err == io.EOF {
-			break
-		}
+		f, err := os.Open(o.File)
 		if err != nil {
-			return Summary{}, err
+			return nil, err
 		}
-		if each != nil {
-			if err := each(n); err != nil {
-				return Summary{}, err
-			}
+		c := &counter{what: "sent"}
+		stop := c.progress(o.Progress)
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, countingReader{f, &c.bytes})
+		if err != nil {
+			f.Close()
+			stop()
+			return nil, err
 		}
-		c.nodes.Add(1)
-	}
-	t := rd.Trailer()
-	return Summary{Znodes: t.Nodes, MaxZxid: t.MaxZxid, Shards: len(rd.Header().Shards), Bytes: fi.Size()}, nil
-}
-
-// checkEmpty refuses a target that holds a znode besides / and /zookeeper.
-func checkEmpty(c *zk.Conn) error {
-	kids, _, err := c.Children("/")
-	if err != nil {
-		return fmt.Errorf("target: listing /: %w", err)
-	}
-	kids = slices.DeleteFunc(kids, func(k string) bool { return k == "zookeeper" })
-	if len(kids) > 0 {
-		slices.Sort(kids)
-		return fmt.Errorf("%w: / has %d children (/%s first): restore into a fresh ensemble, or delete them first", ErrNotEmpty, len(kids), kids[0])
-	}
-	return nil
-}
-
-// restore is the state of one restore's second and third passes.
-type restore struct {
-	ctx  context.Context
-	o    Options
-	conn *zk.Conn
-
-	// second pass: creates in flight, by path, each closing its channel when done, so that a
-	// child waits for its parent
-	mu       sync.Mutex
-	inflight map[string]chan struct{}
-	sem      chan struct{}
-	wg       sync.WaitGroup
-	first    error
-
-	// third pass: the chunk of znodes whose ACL and stat are to be set
-	chunk []*backupfile.Node
-	acls  atomic.Int64
-}
-
-func (r *restore) failed() error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.first
-}
-
-func (r *restore) fail(err error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.first == nil {
-		r.first = err
-	}
-}
-
-// create starts the creation of n (the root exists already) once its parent exists.
-func (r *restore) create(n *backupfile.Node) error {
-	if n.Path == "/" {
-		return nil
-	}
-	if err := r.failed(); err != nil {
-		return err
-	}
-	if err := r.ctx.Err(); err != nil {
-		return err
-	}
-	if r.sem == nil {
-		r.sem, r.inflight = make(chan struct{}, r.o.Concurrency), make(map[string]chan struct{})
-	}
-	r.sem <- struct{}{}
-	done := make(chan struct{})
-	r.mu.Lock()
-	parent := r.inflight[path.Dir(n.Path)]
-	r.inflight[n.Path] = done
-	r.mu.Unlock()
-	r.wg.Add(1)
-	go func() {
-		defer func() {
-			r.mu.Lock()
-			delete(r.inflight, n.Path)
-			r.mu.Unlock()
-			close(done)
-			<-r.sem
-			r.wg.Done()
-		}()
-		if parent != nil {
-			<-parent
+		if fi, err := f.Stat(); err == nil {
+			req.ContentLength = fi.Size()
 		}
-		if r.failed() != nil {
-			return
+		req.Header.Set("Content-Type", "application/octet-stream")
+		adminauth.SetHeader(req, o.AdminAuth)
+		for _, a := range o.Auth {
+			req.Header.Add(cluster.RestoreAuthHeader, a)
 		}
-		if err := zkimport.CreateNew(r.conn, importNode(n)); err != nil {
-			r.fail(err)
+		resp, err := client.Do(req)
+		stop()
+		f.Close()
+		if err != nil {
+			return nil, fmt.Errorf("sending the backup to %s: %w", o.Admin, err)
 		}
-	}()
-	return nil
-}
-
-// wait waits for every create and returns the first error.
-func (r *restore) wait() error {
-	r.wg.Wait()
-	return r.failed()
-}
-
-// collect adds n to the chunk of the third pass, which is flushed when full.
-func (r *restore) collect(n *backupfile.Node) error {
-	r.chunk = append(r.chunk, n)
-	if len(r.chunk) < statChunk {
-		return nil
-	}
-	return r.flush(r.ctx)
-}
-
-// flush sets the ACL of every znode of the chunk whose ACL is not the open one, then the stats
-// of all of them (setACL moves aversion; the stat sets it back).
-func (r *restore) flush(ctx context.Context) error {
-	chunk := r.chunk
-	r.chunk = r.chunk[:0]
-	var set []*backupfile.Node
-	for _, n := range chunk {
-		if !openACL(n) {
-			set = append(set, n)
+		if resp.StatusCode == http.StatusOK {
+			return resp, nil
+		}
+		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		resp.Body.Close()
+		text := strings.TrimSpace(string(msg))
+		retry := resp.StatusCode == http.StatusConflict && resp.Header.Get("Retry-After") != ""
+		switch {
+		case resp.StatusCode == http.StatusConflict && strings.Contains(text, ErrNotEmpty.Error()):
+			return nil, fmt.Errorf("%w (%s: %s)", ErrNotEmpty, url, text)
+		case !retry || time.Now().After(deadline):
+			return nil, fmt.Errorf("restore through %s: %s: %s", url, resp.Status, text)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(500 * time.Millisecond):
 		}
 	}
-	err := zkimport.Parallel(ctx, r.o.Concurrency, set, func(n *backupfile.Node) error {
-		if _, err := r.conn.SetACL(n.Path, importNode(n).ACL, -1); err != nil {
-			return fmt.Errorf("setting the ACL of %s: %w", n.Path, err)
+}
+
+// follow reads the JSON lines of a POST /restore answer, writing the progress to w (when not
+// nil), and returns the last line: an error unless it says the restore is done.
+func follow(body io.Reader, w io.Writer) (cluster.RestoreLine, error) {
+	var last cluster.RestoreLine
+	sc := bufio.NewScanner(body)
+	for sc.Scan() {
+		if err := json.Unmarshal(sc.Bytes(), &last); err != nil {
+			return last, fmt.Errorf("unexpected answer %q: %w", sc.Bytes(), err)
 		}
-		r.acls.Add(1)
-		return nil
-	})
-	if err != nil {
-		return err
+		if w != nil && !last.Done && last.Error == "" {
+			fmt.Fprintf(w, "%s %d of %d znodes (%d ACLs)\n", last.Phase, last.Znodes, last.Total, last.ACLs)
+		}
 	}
-	lines := make([]cluster.StatLine, len(chunk))
-	for i, n := range chunk {
-		lines[i] = cluster.StatLine{Path: n.Path, Czxid: n.Czxid, Mzxid: n.Mzxid, Pzxid: n.Pzxid, Ctime: n.Ctime,
-			Mtime: n.Mtime, Version: n.Version, Aversion: n.Aversion, Cversion: n.Cversion}
+	switch {
+	case sc.Err() != nil:
+		return last, fmt.Errorf("reading the answer: %w (the restore may have stopped half-way)", sc.Err())
+	case last.Error != "":
+		return last, fmt.Errorf("stopped half-way (%s %d of %d znodes): %s; what was created stays: restore into a fresh ensemble", last.Phase, last.Znodes, last.Total, last.Error)
+	case !last.Done:
+		return last, errors.New("the answer ended before the restore did (the restore may have stopped half-way)")
 	}
-	return zkimport.PostStats(ctx, r.o.Admin, r.o.AdminAuth, r.o.AdminTLS, lines)
-}
-
-func openACL(n *backupfile.Node) bool {
-	return len(n.ACL) == 1 && n.ACL[0].Perms == zk.PermAll && n.ACL[0].ID.Scheme == "world" && n.ACL[0].ID.ID == "anyone"
-}
-
-// importNode is n as zkimport creates it: path, data, type, ACL.
-func importNode(n *backupfile.Node) *zkimport.Node {
-	in := &zkimport.Node{Path: n.Path, Data: n.Data, TTL: n.TTL}
-	switch n.Type {
-	case backupfile.Container:
-		in.Kind = zkdata.Container
-	case backupfile.TTL:
-		in.Kind = zkdata.TTL
-	}
-	for _, a := range n.ACL {
-		in.ACL = append(in.ACL, zk.ACL{Perms: a.Perms, Scheme: a.ID.Scheme, ID: a.ID.ID})
-	}
-	return in
+	return last, nil
 }

@@ -18,5 +18,6 @@
 // Writer and Reader stream: neither holds more than one record. The Reader reports the first
 // problem as a *FormatError naming the byte offset of the record it found it in.
 //
-// Users: cluster writes files (GET /backup), tools/backup reads and checks them.
+// Users: cluster writes files (GET /backup) and reads them (POST /restore); tools/backup
+// checks them.
 package backupfile
