@@ -5,14 +5,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
-	"syscall"
 	"time"
 
 	"github.com/corral/corral/internal/procutil"
@@ -100,20 +97,17 @@ func (o Options) withDefaults() Options {
 // Ensemble is a running set of Apache ZooKeeper servers. Server indexes are
 // 0-based; server i has myid i+1. Methods are safe for concurrent use.
 type Ensemble struct {
-	opts Options
-	root string
-	java string
+	*procutil.Group // processes, addresses, stop, kill, mode, leader, close
 
-	mu      sync.Mutex // guards servers[*].proc and closed
-	servers []*server
-	closed  bool
+	opts    Options
+	java    string
+	servers []*server // fixed at start
 }
 
 type server struct {
-	myid                               int
-	dir                                string
-	clientPort, peerPort, electionPort int
-	proc                               *procutil.Process // nil when not running
+	*procutil.Member       // the Group's, guarded by its lock
+	myid                   int
+	peerPort, electionPort int
 }
 
 // Start launches an ensemble and waits until it serves: every server answers
@@ -143,28 +137,20 @@ func start(ctx context.Context, opts Options) (*Ensemble, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(opts.Dir, 0o755); err != nil {
-		return nil, fmt.Errorf("apachezk: %w", err)
-	}
-	root, err := os.MkdirTemp(opts.Dir, "apachezk-")
+	g, ports, err := procutil.NewGroupIn(opts.Dir, "apachezk-", opts.KeepDir, ErrNotRunning, opts.Servers, 3)
 	if err != nil {
 		return nil, fmt.Errorf("apachezk: %w", err)
 	}
-	e := &Ensemble{opts: opts, root: root, java: java}
-	ports, err := freePorts(3 * opts.Servers)
-	if err != nil {
-		e.removeDir()
-		return nil, err
-	}
-	for i := 0; i < opts.Servers; i++ {
+	e := &Ensemble{Group: g, opts: opts, java: java}
+	for i, p := range ports {
 		s := &server{
+			Member:       &procutil.Member{Dir: filepath.Join(g.Dir(), fmt.Sprintf("zk%d", i+1)), ClientPort: p[0]},
 			myid:         i + 1,
-			dir:          filepath.Join(root, fmt.Sprintf("zk%d", i+1)),
-			clientPort:   ports[3*i],
-			peerPort:     ports[3*i+1],
-			electionPort: ports[3*i+2],
+			peerPort:     p[1],
+			electionPort: p[2],
 		}
 		e.servers = append(e.servers, s)
+		e.Add(s.Member)
 	}
 	for _, s := range e.servers {
 		if err := e.writeConfig(s); err != nil {
@@ -172,15 +158,10 @@ func start(ctx context.Context, opts Options) (*Ensemble, error) {
 			return nil, err
 		}
 	}
-	e.mu.Lock()
-	for _, s := range e.servers {
-		if err := e.launchLocked(s); err != nil {
-			e.mu.Unlock()
-			e.Close()
-			return nil, err
-		}
+	if err := e.LaunchAll(func(i int) error { return e.launchLocked(e.servers[i]) }); err != nil {
+		e.Close()
+		return nil, err
 	}
-	e.mu.Unlock()
 	wctx, cancel := context.WithTimeout(ctx, opts.StartTimeout)
 	defer cancel()
 	if err := e.WaitReady(wctx); err != nil {
@@ -191,22 +172,9 @@ func start(ctx context.Context, opts Options) (*Ensemble, error) {
 	return e, nil
 }
 
-// freePorts reserves n distinct loopback ports by binding them all at once,
-// then releases them for the JVMs to bind.
-func freePorts(n int) ([]int, error) {
-	ports, err := procutil.FreePorts(n)
-	if err != nil {
-		return nil, fmt.Errorf("apachezk: %w", err)
-	}
-	return ports, nil
-}
-
 func (e *Ensemble) writeConfig(s *server) error {
-	data := filepath.Join(s.dir, "data")
-	if err := os.MkdirAll(data, 0o755); err != nil {
-		return fmt.Errorf("apachezk: %w", err)
-	}
-	if err := os.WriteFile(filepath.Join(data, "myid"), []byte(strconv.Itoa(s.myid)+"\n"), 0o644); err != nil {
+	data, err := procutil.DataDir(s.Dir, s.myid)
+	if err != nil {
 		return fmt.Errorf("apachezk: %w", err)
 	}
 	kv := [][2]string{
@@ -214,7 +182,7 @@ func (e *Ensemble) writeConfig(s *server) error {
 		{"initLimit", strconv.Itoa(e.opts.InitLimit)},
 		{"syncLimit", strconv.Itoa(e.opts.SyncLimit)},
 		{"dataDir", data},
-		{"clientPort", strconv.Itoa(s.clientPort)},
+		{"clientPort", strconv.Itoa(s.ClientPort)},
 		{"clientPortAddress", "127.0.0.1"},
 		{"4lw.commands.whitelist", "*"},
 		{"admin.enableServer", "false"},
@@ -230,49 +198,49 @@ func (e *Ensemble) writeConfig(s *server) error {
 	kv = procutil.MergeConfig(kv, e.opts.Config)
 	kv = procutil.MergeConfig(kv, e.opts.ServerConfig[s.myid-1])
 	cfg := procutil.FormatConfig("internal/apachezk", kv)
-	if err := os.WriteFile(filepath.Join(s.dir, "zoo.cfg"), []byte(cfg), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(s.Dir, "zoo.cfg"), []byte(cfg), 0o644); err != nil {
 		return fmt.Errorf("apachezk: %w", err)
 	}
 	log4j := "log4j.rootLogger=INFO, FILE\n" +
 		"log4j.appender.FILE=org.apache.log4j.FileAppender\n" +
-		"log4j.appender.FILE.File=" + filepath.Join(s.dir, "zookeeper.log") + "\n" +
+		"log4j.appender.FILE.File=" + filepath.Join(s.Dir, "zookeeper.log") + "\n" +
 		"log4j.appender.FILE.Append=true\n" +
 		"log4j.appender.FILE.layout=org.apache.log4j.PatternLayout\n" +
 		"log4j.appender.FILE.layout.ConversionPattern=%d{ISO8601} [myid:%X{myid}] - %-5p [%t:%C{1}@%L] - %m%n\n"
-	if err := os.WriteFile(filepath.Join(s.dir, "log4j.properties"), []byte(log4j), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(s.Dir, "log4j.properties"), []byte(log4j), 0o644); err != nil {
 		return fmt.Errorf("apachezk: %w", err)
 	}
 	return nil
 }
 
-// launchLocked starts the JVM of s. e.mu must be held.
+// launchLocked starts the JVM of s (inside e.Locked).
 func (e *Ensemble) launchLocked(s *server) error {
-	if e.closed {
+	if e.ClosedLocked() {
 		return fmt.Errorf("apachezk: ensemble closed")
 	}
-	if s.proc != nil {
+	if s.Proc != nil {
 		return nil
 	}
-	out, err := os.OpenFile(filepath.Join(s.dir, "stdout.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	out, err := os.OpenFile(filepath.Join(s.Dir, "stdout.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return fmt.Errorf("apachezk: %w", err)
 	}
 	args := []string{
 		"-Xmx" + e.opts.Heap,
 		"-Djava.net.preferIPv4Stack=true",
-		"-Dlog4j.configuration=file:" + filepath.Join(s.dir, "log4j.properties"),
-		"-Dzookeeper.log.dir=" + s.dir,
+		"-Dlog4j.configuration=file:" + filepath.Join(s.Dir, "log4j.properties"),
+		"-Dzookeeper.log.dir=" + s.Dir,
 	}
 	args = append(args, e.opts.JVMFlags...)
-	cp := Classpath(s.dir)
+	cp := Classpath(s.Dir)
 	for _, j := range e.opts.ExtraJars {
 		cp += string(os.PathListSeparator) + j
 	}
-	args = append(args, "-cp", cp, MainClass, filepath.Join(s.dir, "zoo.cfg"))
+	args = append(args, "-cp", cp, MainClass, filepath.Join(s.Dir, "zoo.cfg"))
 	cmd := exec.Command(e.java, args...)
-	cmd.Dir = s.dir
+	cmd.Dir = s.Dir
 	if uid, ok := e.opts.ServerUID[s.myid-1]; ok {
-		if err := procutil.RunAs(cmd, uid, s.dir, e.root); err != nil {
+		if err := procutil.RunAs(cmd, uid, s.Dir, e.Dir()); err != nil {
 			out.Close()
 			return fmt.Errorf("apachezk: server %d: %w", s.myid, err)
 		}
@@ -281,106 +249,35 @@ func (e *Ensemble) launchLocked(s *server) error {
 	if err != nil {
 		return fmt.Errorf("apachezk: starting server %d: %w", s.myid, err)
 	}
-	s.proc = p
+	s.Proc = p
 	return nil
 }
 
 // QuorumPorts returns the ports server i listens on for its peers: the quorum port (on the
 // leader) and the election port.
 func (e *Ensemble) QuorumPorts(i int) []int {
-	e.mu.Lock()
-	defer e.mu.Unlock()
 	return []int{e.servers[i].peerPort, e.servers[i].electionPort}
-}
-
-// Pid returns server i's process id, 0 when it is not running.
-func (e *Ensemble) Pid(i int) int {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if p := e.servers[i].proc; p != nil {
-		return p.Pid()
-	}
-	return 0
-}
-
-// Size is the number of servers.
-func (e *Ensemble) Size() int { return len(e.servers) }
-
-// Dir is the directory of the whole ensemble.
-func (e *Ensemble) Dir() string { return e.root }
-
-// ServerDir is server i's directory (zoo.cfg, data/, zookeeper.log, stdout.log).
-func (e *Ensemble) ServerDir(i int) string { return e.servers[i].dir }
-
-// Addr is server i's client address, "127.0.0.1:port".
-func (e *Ensemble) Addr(i int) string {
-	return net.JoinHostPort("127.0.0.1", strconv.Itoa(e.servers[i].clientPort))
-}
-
-// Addrs lists the client addresses of all servers, running or not.
-func (e *Ensemble) Addrs() []string {
-	a := make([]string, len(e.servers))
-	for i := range e.servers {
-		a[i] = e.Addr(i)
-	}
-	return a
-}
-
-// ConnectString is the comma-separated client address list.
-func (e *Ensemble) ConnectString() string { return strings.Join(e.Addrs(), ",") }
-
-// Running reports whether server i's process is running.
-func (e *Ensemble) Running(i int) bool {
-	e.mu.Lock()
-	p := e.servers[i].proc
-	e.mu.Unlock()
-	return p != nil && !p.Exited()
-}
-
-// Kill sends SIGKILL to server i and waits for the process to exit.
-func (e *Ensemble) Kill(i int) error {
-	return e.stop(i, syscall.SIGKILL, 0)
-}
-
-// Stop sends SIGTERM to server i and waits for it to exit (SIGKILL after
-// 15s).
-func (e *Ensemble) Stop(i int) error {
-	return e.stop(i, syscall.SIGTERM, procutil.StopGrace)
-}
-
-func (e *Ensemble) stop(i int, sig syscall.Signal, grace time.Duration) error {
-	e.mu.Lock()
-	s := e.servers[i]
-	p := s.proc
-	s.proc = nil
-	e.mu.Unlock()
-	if p == nil {
-		return fmt.Errorf("%w: server %d", ErrNotRunning, i)
-	}
-	p.Terminate(sig, grace)
-	return nil
 }
 
 // Restart stops server i if it runs (SIGTERM), starts it again with the same
 // configuration and data, and waits until the ensemble serves again.
 func (e *Ensemble) Restart(ctx context.Context, i int) error {
-	if e.Running(i) {
-		if err := e.Stop(i); err != nil && !errors.Is(err, ErrNotRunning) {
-			return err
-		}
+	if err := e.StopIfRunning(i); err != nil {
+		return err
 	}
 	return e.Start(ctx, i)
 }
 
 // Start starts the stopped server i and waits until the ensemble serves.
 func (e *Ensemble) Start(ctx context.Context, i int) error {
-	e.mu.Lock()
-	s := e.servers[i]
-	if s.proc != nil && s.proc.Exited() {
-		s.proc = nil // crashed on its own; reap and relaunch
-	}
-	err := e.launchLocked(s)
-	e.mu.Unlock()
+	var err error
+	e.Locked(func() {
+		s := e.servers[i]
+		if s.Proc != nil && s.Proc.Exited() {
+			s.Proc = nil // crashed on its own; reap and relaunch
+		}
+		err = e.launchLocked(s)
+	})
 	if err != nil {
 		return err
 	}
@@ -390,41 +287,6 @@ func (e *Ensemble) Start(ctx context.Context, i int) error {
 		return e.explain(err)
 	}
 	return nil
-}
-
-// Mode asks server i for its role with `srvr`: "standalone", "leader",
-// "follower", "observer", or an error (not serving, not running).
-func (e *Ensemble) Mode(ctx context.Context, i int) (string, error) {
-	out, err := FourLetterWord(ctx, e.Addr(i), "srvr")
-	if err != nil {
-		return "", err
-	}
-	return parseMode(out)
-}
-
-func parseMode(srvr string) (string, error) {
-	if m, ok := procutil.ParseMode(srvr); ok {
-		return m, nil
-	}
-	return "", fmt.Errorf("apachezk: no Mode in srvr reply %q", strings.TrimSpace(srvr))
-}
-
-// Leader returns the index of the server whose `srvr` Mode is leader or
-// standalone, or -1 if no running server says so (asks each server with a
-// 2s timeout).
-func (e *Ensemble) Leader() int {
-	for i := range e.servers {
-		if !e.Running(i) {
-			continue
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		m, err := e.Mode(ctx, i)
-		cancel()
-		if err == nil && (m == "leader" || m == "standalone") {
-			return i
-		}
-	}
-	return -1
 }
 
 // WaitReady polls until every running server answers `srvr` with a Mode line
@@ -460,14 +322,8 @@ func (e *Ensemble) WaitReady(ctx context.Context) error {
 var errExited = errors.New("apachezk: server process exited")
 
 func (e *Ensemble) ready(ctx context.Context) (bool, error) {
-	e.mu.Lock()
-	procs := make([]*procutil.Process, len(e.servers))
-	for i, s := range e.servers {
-		procs[i] = s.proc
-	}
-	e.mu.Unlock()
 	haveLeader, running := false, 0
-	for i, p := range procs {
+	for i, p := range e.Procs() {
 		if p == nil {
 			continue
 		}
@@ -505,7 +361,7 @@ func (e *Ensemble) explain(err error) error {
 	portInUse := false
 	for _, s := range e.servers {
 		for _, name := range []string{"zookeeper.log", "stdout.log"} {
-			data, rerr := os.ReadFile(filepath.Join(s.dir, name))
+			data, rerr := os.ReadFile(filepath.Join(s.Dir, name))
 			if rerr != nil || len(data) == 0 {
 				continue
 			}
@@ -519,39 +375,6 @@ func (e *Ensemble) explain(err error) error {
 		return fmt.Errorf("%w: %w%s", errPortInUse, err, b.String())
 	}
 	return fmt.Errorf("%w%s", err, b.String())
-}
-
-// Close stops every server (SIGTERM when KeepDir is set so that logs are
-// flushed, SIGKILL otherwise), waits for the processes, and removes the
-// ensemble directory unless KeepDir. It is idempotent.
-func (e *Ensemble) Close() error {
-	e.mu.Lock()
-	if e.closed {
-		e.mu.Unlock()
-		return nil
-	}
-	e.closed = true
-	var procs []*procutil.Process
-	for _, s := range e.servers {
-		if s.proc != nil {
-			procs = append(procs, s.proc)
-			s.proc = nil
-		}
-	}
-	e.mu.Unlock()
-	sig, grace := procutil.CloseSignal(e.opts.KeepDir)
-	procutil.TerminateAll(procs, sig, grace)
-	if !e.opts.KeepDir {
-		return e.removeDir()
-	}
-	return nil
-}
-
-func (e *Ensemble) removeDir() error {
-	if err := os.RemoveAll(e.root); err != nil {
-		return fmt.Errorf("apachezk: %w", err)
-	}
-	return nil
 }
 
 // FourLetterWord sends a four-letter command (srvr, ruok, mntr, stat, ...)

@@ -14,8 +14,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
-	"syscall"
 	"time"
 
 	"github.com/corral/corral/internal/procutil"
@@ -146,22 +144,25 @@ const LogName = "server.log"
 // Ensemble is a running set of Corral server processes. Server indexes are
 // 0-based; server i has myid i+1. Methods are safe for concurrent use.
 type Ensemble struct {
-	opts Options
-	bin  string
-	root string
+	*procutil.Group // processes, client addresses, stop, kill, mode, leader, close
 
-	mu      sync.Mutex // guards servers[*] (ports, proc, logStart) and closed
-	servers []*server
-	closed  bool
+	opts    Options // ServerConfig grows with AddObserver (Group's lock)
+	bin     string
+	servers []*server // Group's lock (AddObserver appends)
 }
 
 type server struct {
-	myid                                          int
-	dir                                           string
-	clientPort, peerPort, electionPort, adminPort int
-	proc                                          *procutil.Process // nil when not running
-	logStart                                      int64             // size of server.log when proc was launched
-	bin                                           string            // the executable, when not the ensemble's (SetBinary)
+	*procutil.Member                  // the Group's; these fields too are guarded by its lock
+	myid                              int
+	peerPort, electionPort, adminPort int
+	logStart                          int64  // size of server.log when Proc was launched
+	bin                               string // the executable, when not the ensemble's (SetBinary)
+}
+
+// server returns server i (its fields under the Group's lock).
+func (e *Ensemble) server(i int) (s *server) {
+	e.Locked(func() { s = e.servers[i] })
+	return s
 }
 
 // Start launches an ensemble and waits until every server answers `ruok`
@@ -207,47 +208,34 @@ func Start(ctx context.Context, opts Options) (*Ensemble, error) {
 }
 
 func start(ctx context.Context, opts Options, bin string) (*Ensemble, error) {
-	if err := os.MkdirAll(opts.Dir, 0o755); err != nil {
-		return nil, fmt.Errorf("corralproc: %w", err)
-	}
-	root, err := os.MkdirTemp(opts.Dir, "corralproc-")
+	g, ports, err := procutil.NewGroupIn(opts.Dir, "corralproc-", opts.KeepDir, ErrNotRunning, opts.Servers, 4)
 	if err != nil {
 		return nil, fmt.Errorf("corralproc: %w", err)
 	}
-	e := &Ensemble{opts: opts, bin: bin, root: root}
-	ports, err := freePorts(4 * opts.Servers)
+	e := &Ensemble{Group: g, opts: opts, bin: bin}
+	for i, p := range ports {
+		s := &server{
+			Member:       &procutil.Member{Dir: filepath.Join(g.Dir(), "s"+strconv.Itoa(i+1)), ClientPort: p[0]},
+			myid:         i + 1,
+			peerPort:     p[1],
+			electionPort: p[2],
+			adminPort:    p[3],
+		}
+		e.servers = append(e.servers, s)
+		e.Add(s.Member)
+	}
+	// All servers start before any is waited for: a Corral server opens its client port only
+	// when its shards have leaders, which needs a quorum.
+	err = e.LaunchAll(func(i int) error {
+		if err := e.writeConfigLocked(e.servers[i]); err != nil {
+			return err
+		}
+		return e.launchLocked(e.servers[i])
+	})
 	if err != nil {
-		e.removeDir()
+		e.Close()
 		return nil, err
 	}
-	for i := 0; i < opts.Servers; i++ {
-		e.servers = append(e.servers, &server{
-			myid:         i + 1,
-			dir:          filepath.Join(root, "s"+strconv.Itoa(i+1)),
-			clientPort:   ports[4*i],
-			peerPort:     ports[4*i+1],
-			electionPort: ports[4*i+2],
-			adminPort:    ports[4*i+3],
-		})
-	}
-	e.mu.Lock()
-	for _, s := range e.servers {
-		if err := e.writeConfigLocked(s); err != nil {
-			e.mu.Unlock()
-			e.Close()
-			return nil, err
-		}
-	}
-	// All servers start before any is waited for: a Corral server opens its
-	// client port only when its shards have leaders, which needs a quorum.
-	for _, s := range e.servers {
-		if err := e.launchLocked(s); err != nil {
-			e.mu.Unlock()
-			e.Close()
-			return nil, err
-		}
-	}
-	e.mu.Unlock()
 	wctx, cancel := context.WithTimeout(ctx, opts.StartTimeout)
 	defer cancel()
 	if err := e.WaitReady(wctx); err != nil {
@@ -257,23 +245,10 @@ func start(ctx context.Context, opts Options, bin string) (*Ensemble, error) {
 	return e, nil
 }
 
-// freePorts reserves n distinct loopback ports by binding them all at once,
-// then releases them for the servers to bind.
-func freePorts(n int) ([]int, error) {
-	ports, err := procutil.FreePorts(n)
-	if err != nil {
-		return nil, fmt.Errorf("corralproc: %w", err)
-	}
-	return ports, nil
-}
-
-// writeConfigLocked writes s's zoo.cfg and data/myid. e.mu must be held.
+// writeConfigLocked writes s's zoo.cfg and data/myid (inside e.Locked).
 func (e *Ensemble) writeConfigLocked(s *server) error {
-	data := filepath.Join(s.dir, "data")
-	if err := os.MkdirAll(data, 0o755); err != nil {
-		return fmt.Errorf("corralproc: %w", err)
-	}
-	if err := os.WriteFile(filepath.Join(data, "myid"), []byte(strconv.Itoa(s.myid)+"\n"), 0o644); err != nil {
+	data, err := procutil.DataDir(s.Dir, s.myid)
+	if err != nil {
 		return fmt.Errorf("corralproc: %w", err)
 	}
 	kv := [][2]string{
@@ -281,7 +256,7 @@ func (e *Ensemble) writeConfigLocked(s *server) error {
 		{"initLimit", "10"},
 		{"syncLimit", "5"},
 		{"dataDir", data},
-		{"clientPort", strconv.Itoa(s.clientPort)},
+		{"clientPort", strconv.Itoa(s.ClientPort)},
 		{"clientPortAddress", "127.0.0.1"},
 		{"admin.serverAddress", "127.0.0.1"},
 		{"admin.serverPort", strconv.Itoa(s.adminPort)},
@@ -307,17 +282,17 @@ func (e *Ensemble) writeConfigLocked(s *server) error {
 	return nil
 }
 
-func (e *Ensemble) configPath(s *server) string { return filepath.Join(s.dir, "zoo.cfg") }
+func (e *Ensemble) configPath(s *server) string { return filepath.Join(s.Dir, "zoo.cfg") }
 
-// launchLocked starts the process of s. e.mu must be held.
+// launchLocked starts the process of s (inside e.Locked).
 func (e *Ensemble) launchLocked(s *server) error {
-	if e.closed {
+	if e.ClosedLocked() {
 		return errors.New("corralproc: ensemble closed")
 	}
-	if s.proc != nil {
+	if s.Proc != nil {
 		return nil
 	}
-	logPath := filepath.Join(s.dir, LogName)
+	logPath := filepath.Join(s.Dir, LogName)
 	out, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return fmt.Errorf("corralproc: %w", err)
@@ -330,10 +305,10 @@ func (e *Ensemble) launchLocked(s *server) error {
 		bin = s.bin
 	}
 	cmd := exec.Command(bin, "server", "--config", e.configPath(s), "--log-level", e.opts.LogLevel)
-	cmd.Dir = s.dir
+	cmd.Dir = s.Dir
 	cmd.Env = serverEnv(os.Environ(), e.opts.knobs(s.myid-1))
 	if uid, ok := e.opts.ServerUID[s.myid-1]; ok {
-		if err := procutil.RunAs(cmd, uid, s.dir, e.root, filepath.Dir(bin)); err != nil {
+		if err := procutil.RunAs(cmd, uid, s.Dir, e.Dir(), filepath.Dir(bin)); err != nil {
 			out.Close()
 			return fmt.Errorf("corralproc: server %d: %w", s.myid, err)
 		}
@@ -342,7 +317,7 @@ func (e *Ensemble) launchLocked(s *server) error {
 	if err != nil {
 		return fmt.Errorf("corralproc: starting server %d: %w", s.myid, err)
 	}
-	s.proc = p
+	s.Proc = p
 	return nil
 }
 
@@ -358,133 +333,37 @@ func serverEnv(environ []string, k testknobs.Knobs) []string {
 
 // QuorumPorts returns the ports server i listens on for its peers: its Raft port (the
 // election port of server.N is accepted and unused).
-func (e *Ensemble) QuorumPorts(i int) []int {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return []int{e.servers[i].peerPort}
-}
-
-// Size is the number of servers (AddObserver adds one).
-func (e *Ensemble) Size() int {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return len(e.servers)
-}
-
-// Dir is the directory of the whole ensemble.
-func (e *Ensemble) Dir() string { return e.root }
-
-// ServerDir is server i's directory (zoo.cfg, data/, server.log).
-func (e *Ensemble) ServerDir(i int) string {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return e.servers[i].dir
-}
+func (e *Ensemble) QuorumPorts(i int) []int { return []int{e.server(i).peerPort} }
 
 // ConfigPath is server i's zoo.cfg.
-func (e *Ensemble) ConfigPath(i int) string {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return e.configPath(e.servers[i])
-}
+func (e *Ensemble) ConfigPath(i int) string { return e.configPath(e.server(i)) }
 
 // LogPath is server i's log (its stdout and stderr, appended across restarts).
-func (e *Ensemble) LogPath(i int) string {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return filepath.Join(e.servers[i].dir, LogName)
-}
+func (e *Ensemble) LogPath(i int) string { return filepath.Join(e.ServerDir(i), LogName) }
 
 // SetBinary makes server i run the executable at path from its next start on (an upgrade or a
 // downgrade of that server); a running process is not touched.
 func (e *Ensemble) SetBinary(i int, path string) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.servers[i].bin = path
+	e.Locked(func() { e.servers[i].bin = path })
 }
 
 // Binary is the corral executable the ensemble runs (servers given another one with SetBinary
 // excepted).
 func (e *Ensemble) Binary() string { return e.bin }
 
-// Addr is server i's client address, "127.0.0.1:port". It changes only if a
-// restart of server i had to move it to a fresh port.
-func (e *Ensemble) Addr(i int) string {
-	e.mu.Lock()
-	p := e.servers[i].clientPort
-	e.mu.Unlock()
-	return net.JoinHostPort("127.0.0.1", strconv.Itoa(p))
-}
-
-// AdminAddr is server i's admin HTTP address (/metrics, /health, /shards).
+// AdminAddr is server i's admin HTTP address (/metrics, /health, /shards). It changes, as
+// Addr does, only if a restart of server i had to move it to a fresh port.
 func (e *Ensemble) AdminAddr(i int) string {
-	e.mu.Lock()
-	p := e.servers[i].adminPort
-	e.mu.Unlock()
+	var p int
+	e.Locked(func() { p = e.servers[i].adminPort })
 	return net.JoinHostPort("127.0.0.1", strconv.Itoa(p))
-}
-
-// Addrs lists the client addresses of all servers, running or not.
-func (e *Ensemble) Addrs() []string {
-	a := make([]string, len(e.servers))
-	for i := range e.servers {
-		a[i] = e.Addr(i)
-	}
-	return a
-}
-
-// ConnectString is the comma-separated client address list.
-func (e *Ensemble) ConnectString() string { return strings.Join(e.Addrs(), ",") }
-
-// Running reports whether server i's process is running.
-func (e *Ensemble) Running(i int) bool {
-	e.mu.Lock()
-	p := e.servers[i].proc
-	e.mu.Unlock()
-	return p != nil && !p.Exited()
-}
-
-// Pid is the process id of server i, or 0 when it is not running.
-func (e *Ensemble) Pid(i int) int {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if p := e.servers[i].proc; p != nil {
-		return p.Pid()
-	}
-	return 0
-}
-
-// Kill sends SIGKILL to server i and waits for the process to exit.
-func (e *Ensemble) Kill(i int) error {
-	return e.stop(i, syscall.SIGKILL, 0)
-}
-
-// Stop sends SIGTERM to server i and waits for it to exit (SIGKILL after
-// 15s).
-func (e *Ensemble) Stop(i int) error {
-	return e.stop(i, syscall.SIGTERM, procutil.StopGrace)
-}
-
-func (e *Ensemble) stop(i int, sig syscall.Signal, grace time.Duration) error {
-	e.mu.Lock()
-	s := e.servers[i]
-	p := s.proc
-	s.proc = nil
-	e.mu.Unlock()
-	if p == nil {
-		return fmt.Errorf("%w: server %d", ErrNotRunning, i)
-	}
-	p.Terminate(sig, grace)
-	return nil
 }
 
 // Restart stops server i if it runs (SIGTERM), starts it again with the same
 // configuration and data, and waits until every running server serves.
 func (e *Ensemble) Restart(ctx context.Context, i int) error {
-	if e.Running(i) {
-		if err := e.Stop(i); err != nil && !errors.Is(err, ErrNotRunning) {
-			return err
-		}
+	if err := e.StopIfRunning(i); err != nil {
+		return err
 	}
 	return e.Start(ctx, i)
 }
@@ -518,53 +397,25 @@ func (e *Ensemble) launch(i int, newPorts bool) error {
 	var ports []int
 	if newPorts {
 		var err error
-		if ports, err = freePorts(2); err != nil {
+		if ports, err = procutil.FreePorts(2); err != nil {
 			return err
 		}
 	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	s := e.servers[i]
-	if s.proc != nil && s.proc.Exited() {
-		s.proc = nil // exited on its own; reaped, relaunch
-	}
-	if newPorts {
-		s.clientPort, s.adminPort = ports[0], ports[1]
-		if err := e.writeConfigLocked(s); err != nil {
-			return err
+	var err error
+	e.Locked(func() {
+		s := e.servers[i]
+		if s.Proc != nil && s.Proc.Exited() {
+			s.Proc = nil // exited on its own; reaped, relaunch
 		}
-	}
-	return e.launchLocked(s)
-}
-
-// Mode asks server i for its role with `srvr`: "standalone", "leader" (it
-// leads the session shard), "follower", or an error.
-func (e *Ensemble) Mode(ctx context.Context, i int) (string, error) {
-	out, err := FourLetterWord(ctx, e.Addr(i), "srvr")
-	if err != nil {
-		return "", err
-	}
-	if m, ok := procutil.ParseMode(out); ok {
-		return m, nil
-	}
-	return "", fmt.Errorf("corralproc: no Mode in srvr reply %q", strings.TrimSpace(out))
-}
-
-// Leader returns the index of the running server whose `srvr` Mode is leader
-// or standalone, or -1 (asks each server with a 2s timeout).
-func (e *Ensemble) Leader() int {
-	for i := range e.servers {
-		if !e.Running(i) {
-			continue
+		if newPorts {
+			s.ClientPort, s.adminPort = ports[0], ports[1]
+			if err = e.writeConfigLocked(s); err != nil {
+				return
+			}
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		m, err := e.Mode(ctx, i)
-		cancel()
-		if err == nil && (m == "leader" || m == "standalone") {
-			return i
-		}
-	}
-	return -1
+		err = e.launchLocked(s)
+	})
+	return err
 }
 
 // WaitReady polls until every running server answers `ruok` with `imok`. It
@@ -596,14 +447,8 @@ func (e *Ensemble) WaitReady(ctx context.Context) error {
 // ready returns -1 if every running server serves, else the index of the
 // first one that does not and why.
 func (e *Ensemble) ready(ctx context.Context) (int, error) {
-	e.mu.Lock()
-	procs := make([]*procutil.Process, len(e.servers))
-	for i, s := range e.servers {
-		procs[i] = s.proc
-	}
-	e.mu.Unlock()
 	running := 0
-	for i, p := range procs {
+	for i, p := range e.Procs() {
 		if p == nil {
 			continue
 		}
@@ -637,11 +482,10 @@ func (e *Ensemble) ready(ctx context.Context) (int, error) {
 // portInUse reports whether server i's log, since its last launch, reports a
 // bind failure.
 func (e *Ensemble) portInUse(i int) bool {
-	e.mu.Lock()
-	s := e.servers[i]
-	from := s.logStart
-	e.mu.Unlock()
-	data := readFrom(filepath.Join(s.dir, LogName), from)
+	var dir string
+	var from int64
+	e.Locked(func() { dir, from = e.servers[i].Dir, e.servers[i].logStart })
+	data := readFrom(filepath.Join(dir, LogName), from)
 	return bytes.Contains(bytes.ToLower(data), []byte("address already in use"))
 }
 
@@ -661,14 +505,13 @@ func readFrom(path string, off int64) []byte {
 // explain adds the tail of server i's log since its last launch (and, if
 // that is empty, of the whole log) to err.
 func (e *Ensemble) explain(err error, i int) error {
-	if i < 0 || i >= len(e.servers) {
+	if i < 0 || i >= e.Size() {
 		return err
 	}
-	e.mu.Lock()
-	s := e.servers[i]
-	from := s.logStart
-	e.mu.Unlock()
-	path := filepath.Join(s.dir, LogName)
+	var dir string
+	var from int64
+	e.Locked(func() { dir, from = e.servers[i].Dir, e.servers[i].logStart })
+	path := filepath.Join(dir, LogName)
 	data := readFrom(path, from)
 	if len(bytes.TrimSpace(data)) == 0 {
 		data = readFrom(path, 0)
@@ -681,39 +524,6 @@ func (e *Ensemble) explain(err error, i int) error {
 
 // Tail returns the last n lines of data.
 func Tail(data []byte, n int) string { return procutil.Tail(data, n) }
-
-// Close stops every server (SIGKILL; SIGTERM with KeepDir so that the
-// servers shut down cleanly), waits for the processes, and removes the
-// ensemble directory unless KeepDir. It is idempotent.
-func (e *Ensemble) Close() error {
-	e.mu.Lock()
-	if e.closed {
-		e.mu.Unlock()
-		return nil
-	}
-	e.closed = true
-	var procs []*procutil.Process
-	for _, s := range e.servers {
-		if s.proc != nil {
-			procs = append(procs, s.proc)
-			s.proc = nil
-		}
-	}
-	e.mu.Unlock()
-	sig, grace := procutil.CloseSignal(e.opts.KeepDir)
-	procutil.TerminateAll(procs, sig, grace)
-	if !e.opts.KeepDir {
-		return e.removeDir()
-	}
-	return nil
-}
-
-func (e *Ensemble) removeDir() error {
-	if err := os.RemoveAll(e.root); err != nil {
-		return fmt.Errorf("corralproc: %w", err)
-	}
-	return nil
-}
 
 // FourLetterWord sends a four-letter word (ruok, srvr, mntr, ...) to addr
 // and returns the whole reply; the server closes the connection after

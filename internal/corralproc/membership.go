@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"time"
+
+	"github.com/corral/corral/internal/procutil"
 )
 
 // AddObserver creates one more server, index Size() (myid Size()+1), in the ensemble's
@@ -21,24 +23,30 @@ import (
 // It returns the new server's index. It may run while other goroutines use the ensemble; Size
 // counts the new server from then on.
 func (e *Ensemble) AddObserver() (int, error) {
-	ports, err := freePorts(4)
+	ports, err := procutil.FreePorts(4)
 	if err != nil {
 		return 0, err
 	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.closed {
+	var idx int
+	e.Locked(func() { idx, err = e.addObserverLocked(ports) })
+	return idx, err
+}
+
+// addObserverLocked is AddObserver inside e.Locked.
+func (e *Ensemble) addObserverLocked(ports []int) (int, error) {
+	if e.ClosedLocked() {
 		return 0, errors.New("corralproc: ensemble closed")
 	}
+	myid := len(e.servers) + 1
 	s := &server{
-		myid:         len(e.servers) + 1,
-		clientPort:   ports[0],
+		Member:       &procutil.Member{Dir: filepath.Join(e.Dir(), "s"+strconv.Itoa(myid)), ClientPort: ports[0]},
+		myid:         myid,
 		peerPort:     ports[1],
 		electionPort: ports[2],
 		adminPort:    ports[3],
 	}
-	s.dir = filepath.Join(e.root, "s"+strconv.Itoa(s.myid))
 	e.servers = append(e.servers, s)
+	e.AddLocked(s.Member)
 	cfg := maps.Clone(e.opts.ServerConfig)
 	if cfg == nil {
 		cfg = map[int]map[string]string{}
@@ -62,9 +70,7 @@ func (e *Ensemble) AddObserver() (int, error) {
 
 // RaftAddr is server i's Raft address (host:peerPort), as POST /members/add takes it.
 func (e *Ensemble) RaftAddr(i int) string {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return "127.0.0.1:" + strconv.Itoa(e.servers[i].peerPort)
+	return "127.0.0.1:" + strconv.Itoa(e.server(i).peerPort)
 }
 
 // StartOne starts the stopped server i and waits until it serves (answers `ruok` with `imok`),
@@ -80,9 +86,7 @@ func (e *Ensemble) StartOne(ctx context.Context, i int) error {
 	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		e.mu.Lock()
-		p := e.servers[i].proc
-		e.mu.Unlock()
+		p := e.Procs()[i]
 		if p == nil {
 			return fmt.Errorf("%w: server %d", ErrNotRunning, i)
 		}
