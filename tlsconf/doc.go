@@ -29,7 +29,10 @@
 // Quorum settings (QuorumDefaults) parse the ssl.quorum.* keys with the client port's rules and
 // name those keys in their errors; their Source also gives the configuration for dialling a
 // peer (ClientConfig: this server's certificate, the trust store as roots) and for an HTTPS
-// port (HTTPSConfig, the admin port with admin.forceHttps). Their Listener logs as "quorum TLS".
+// port (HTTPSConfig, the admin port with admin.forceHttps or admin.portUnification). Their
+// Listener logs as "quorum TLS". UnifiedListener serves TLS and plaintext on one port (the admin
+// port with admin.portUnification), telling them apart by each connection's first byte (0x16
+// starts a TLS record); its detection goroutines end when Close returns.
 // A connection closed before its handshake began (a reachability probe) is logged at debug
 // level only.
 //
