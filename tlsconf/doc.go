@@ -27,7 +27,10 @@
 // end when Close returns.
 //
 // Quorum settings (QuorumDefaults) parse the ssl.quorum.* keys with the client port's rules and
-// name those keys in their errors; their Source also gives the configuration for dialling a
+// name those keys in their errors; with ssl.quorum.hostnameVerification their Listener also
+// checks that a dialling peer's certificate names the peer's IP address or a reverse DNS name
+// of it (ssl.quorum.allowReverseDnsLookup), as ZooKeeper's ZKTrustManager does for quorum
+// peers; their Source also gives the configuration for dialling a
 // peer (ClientConfig: this server's certificate, the trust store as roots) and for an HTTPS
 // port (HTTPSConfig, the admin port with admin.forceHttps or admin.portUnification). Their
 // Listener logs as "quorum TLS". UnifiedListener serves TLS and plaintext on one port (the admin
