@@ -33,10 +33,15 @@ type Settings struct {
 	// from a loopback address are served; nil: trusted unless Digests is set.
 	TrustLoopback *bool
 	// ForceHTTPS is admin.forceHttps: the admin port serves HTTPS only, from the ssl.quorum.*
-	// stores (cluster). admin.portUnification (HTTP and HTTPS on one port) is refused.
+	// stores (cluster).
 	ForceHTTPS bool
+	// PortUnification is admin.portUnification: the admin port serves HTTP and HTTPS (the
+	// ssl.quorum.* stores) on one port, telling them apart by a connection's first byte.
+	// ForceHTTPS wins when both are set, as in ZooKeeper's JettyAdminServer.
+	PortUnification bool
 	// NeedClientAuth is admin.needClientAuth (ZooKeeper 3.9): an HTTPS admin client must
-	// present a certificate the ssl.quorum trust store verifies. It needs ForceHTTPS.
+	// present a certificate the ssl.quorum trust store verifies. It needs ForceHTTPS (with
+	// PortUnification alone plain HTTP would still be served without one).
 	NeedClientAuth bool
 	// X509 (corral.admin.x509, names separated by ';') are certificate subjects, in RFC 2253
 	// form as the x509 scheme writes them (tlsconf.RFC2253Name), that are operators when a
@@ -71,9 +76,7 @@ func (s *Settings) Set(k, v string) (bool, error) {
 	case "admin.forceHttps":
 		s.ForceHTTPS = strings.EqualFold(v, "true")
 	case "admin.portUnification":
-		if strings.EqualFold(v, "true") {
-			return true, fmt.Errorf("%w: admin.portUnification=true: Corral's admin port serves HTTP or HTTPS, not both; use admin.forceHttps=true", ErrConfig)
-		}
+		s.PortUnification = strings.EqualFold(v, "true") // Boolean.getBoolean
 	case "corral.admin.x509":
 		// A subject contains commas (CN=a,O=b), so the list is split on ';'.
 		for _, n := range strings.Split(v, ";") {
@@ -90,13 +93,20 @@ func (s *Settings) Set(k, v string) (bool, error) {
 	return true, err
 }
 
+// HTTPS reports whether the admin port serves HTTPS: only (ForceHTTPS) or beside HTTP
+// (PortUnification).
+func (s Settings) HTTPS() bool { return s.ForceHTTPS || s.PortUnification }
+
 // Validate refuses settings that cannot be honoured.
 func (s Settings) Validate() error {
 	if s.NeedClientAuth && !s.ForceHTTPS {
+		if s.PortUnification {
+			return fmt.Errorf("%w: admin.needClientAuth=true with admin.portUnification=true: plain HTTP on the same port would still be served without a certificate; set admin.forceHttps=true", ErrConfig)
+		}
 		return fmt.Errorf("%w: admin.needClientAuth=true needs admin.forceHttps=true: without HTTPS there is no client certificate to ask for", ErrConfig)
 	}
-	if len(s.X509) > 0 && !s.ForceHTTPS {
-		return fmt.Errorf("%w: corral.admin.x509 needs admin.forceHttps=true: without HTTPS there is no client certificate", ErrConfig)
+	if len(s.X509) > 0 && !s.HTTPS() {
+		return fmt.Errorf("%w: corral.admin.x509 needs admin.forceHttps=true or admin.portUnification=true: without HTTPS there is no client certificate", ErrConfig)
 	}
 	return nil
 }

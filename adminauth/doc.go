@@ -28,10 +28,11 @@
 // Passwords are never logged.
 //
 // With admin.forceHttps the admin port is HTTPS (cluster serves it from the ssl.quorum stores);
-// a request without credentials whose verified client certificate names a subject of
-// corral.admin.x509 is an operator's (logged as x509:<subject>). admin.needClientAuth and
-// corral.admin.x509 without admin.forceHttps, and admin.portUnification=true, are configuration
-// errors (Settings.Set, Settings.Validate).
+// with admin.portUnification (and no admin.forceHttps) it serves HTTP and HTTPS on one port.
+// Over HTTPS, a request without credentials whose verified client certificate names a subject
+// of corral.admin.x509 is an operator's (logged as x509:<subject>). admin.needClientAuth without
+// admin.forceHttps, and corral.admin.x509 with neither, are configuration errors (Settings.Set,
+// Settings.Validate).
 //
 // Callers: cluster parses the keys with Settings.Set and wraps its admin mux in New; the corral
 // command and tools/zkimport add credentials to their requests with SetHeader (from

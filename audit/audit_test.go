@@ -192,3 +192,10 @@ func TestReconfig(t *testing.T) {
 		t.Errorf("got %q, want %q", got, want)
 	}
 }
+
+func TestEphemeralDeleted(t *testing.T) {
+	e := EphemeralDeleted("zookeeper", 0x100000a2b3c0001, "/app/lock-0000000003")
+	if got, want := e.Line(time.Date(2026, 1, 2, 3, 4, 5, 6e6, time.Local)), "2026-01-02 03:04:05,006 INFO audit.Slf4jAuditLogger: session=0x100000a2b3c0001\tuser=zookeeper\toperation=ephemeralZNodeDeletionOnSessionCloseOrExpire\tznode=/app/lock-0000000003\tresult=success\n"; got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+}

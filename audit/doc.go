@@ -18,7 +18,9 @@
 //     setData and setAcl, with result=failure and the request's path when the write failed;
 //     reconfig (always refused) is a failure line without znode;
 //     a successful multi is one line per create, delete and setData in it (no line for check),
-//     a failed multi one multiOperation line with result=failure and no znode.
+//     a failed multi one multiOperation line with result=failure and no znode;
+//     EphemeralDeleted is DataTree.deleteNodes' line for an ephemeral znode removed when its
+//     session closed or expired (the server's own user, no ip).
 //   - The file (log.go): Log appends lines to one file through a buffered writer. A writer
 //     goroutine, owned by the Log and stopped and waited for by Close, flushes as soon as no
 //     line is waiting, so that a line reaches the file within one write system call of the
@@ -32,5 +34,7 @@
 //
 // Callers: package server calls Write/Multi when a write's reply is complete, on the server the
 // client is connected to (as ZooKeeper's FinalRequestProcessor does only for requests with a
-// connection); package cluster opens the Log (audit.enable) and closes it at stop.
+// connection); package cluster opens the Log (audit.enable), closes it at stop, and writes
+// EphemeralDeleted lines from every data shard replica's apply listener (on every server, as
+// ZooKeeper's DataTree does).
 package audit

@@ -38,6 +38,9 @@ const (
 	OpSetACL      = "setAcl"
 	OpMulti       = "multiOperation"
 	OpReconfig    = "reconfig"
+	// OpEphemeralDeleted is AuditConstants.OP_DEL_EZNODE_EXP: an ephemeral znode removed
+	// because its session closed or expired.
+	OpEphemeralDeleted = "ephemeralZNodeDeletionOnSessionCloseOrExpire"
 )
 
 // Event is one audit line's fields. An empty field is left out of the line, as ZooKeeper leaves

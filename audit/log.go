@@ -135,5 +135,9 @@ func (l *Log) Close() error {
 	return nil
 }
 
+// User is the operating-system user the server runs as, the user of serverStart, serverStop
+// and ephemeralZNodeDeletionOnSessionCloseOrExpire lines.
+func (l *Log) User() string { return l.user }
+
 // Path returns the file's name.
 func (l *Log) Path() string { return l.f.Name() }

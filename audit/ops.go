@@ -46,6 +46,15 @@ func Write(c Client, op wire.OpCode, rec wire.Record, errc wire.Err, created str
 	return Event{}, false
 }
 
+// EphemeralDeleted returns the event of an ephemeral znode removed because its session closed
+// or expired, as ZooKeeper's DataTree.deleteNodes logs it on every server that applies the
+// close: the session, the server's own user (ZKAuditProvider.getZKUser: no client made the
+// change, so no ip) and the znode, result=success. (ZooKeeper's result=failure, for a path of
+// the session's set that is not in its tree, cannot happen here: the paths come from the tree.)
+func EphemeralDeleted(serverUser string, session int64, znode string) Event {
+	return Event{Session: session, HasSession: true, User: serverUser, Operation: OpEphemeralDeleted, Znode: znode, Result: Success}
+}
+
 // Reconfig returns the event of a reconfig request, which is always refused (reconfiguration is
 // disabled): ZooKeeper turns it into an error transaction and audits it with no znode.
 func Reconfig(c Client) Event { return c.event(OpReconfig, "", Failure) }

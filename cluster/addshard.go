@@ -84,7 +84,7 @@ func (s *Server) makeProposers(sh *router.Shard) {
 func (s *Server) startDataShard(id uint64, tag uint8, ownsRoot bool, initial map[uint64]dragonboat.Target, join bool) error {
 	scfg := shard.Config{ShardID: id, Tag: tag, OwnsRoot: ownsRoot,
 		Dir: filepath.Join(s.cfg.DataDir, "corral", "shards", fmt.Sprintf("%d", id)), ExtendedTypes: s.cfg.ExtendedTypes,
-		ApplyDelayPerOp: s.cfg.testing.ApplyDelay, Listener: s.router, Logger: s.log.With("shard", id)}
+		ApplyDelayPerOp: s.cfg.testing.ApplyDelay, Listener: shardListener{s}, Logger: s.log.With("shard", id)}
 	if sh := s.router.Shard(id); sh != nil {
 		scfg.Taps = sh.Taps
 	}

@@ -504,6 +504,8 @@ func (c *Config) Validate() error {
 	switch {
 	case c.AdminAuth.ForceHTTPS && c.QuorumTLS.KeyStore.Location == "":
 		return fmt.Errorf("cluster: admin.forceHttps=true needs ssl.quorum.keyStore.location (the admin port's certificate, as in ZooKeeper)")
+	case c.AdminAuth.PortUnification && c.QuorumTLS.KeyStore.Location == "":
+		return fmt.Errorf("cluster: admin.portUnification=true needs ssl.quorum.keyStore.location (the admin port's certificate, as in ZooKeeper)")
 	case c.AdminAuth.NeedClientAuth && c.QuorumTLS.TrustStore.Location == "":
 		return fmt.Errorf("cluster: admin.needClientAuth=true needs ssl.quorum.trustStore.location (the CAs admin client certificates are checked against)")
 	}

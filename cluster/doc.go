@@ -8,7 +8,10 @@
 // tags, as recorded in the root data shard's replicated state. Every server of the ensemble runs
 // a replica of every shard (replica id = the server's myid), so every server serves every read
 // locally: it starts the replica of an added shard when its replica of the root shard applies
-// (or opens with) the record, on the shard starter goroutine.
+// (or opens with) the record, on the shard starter goroutine. Each data shard replica's
+// listener (audit.go) hands views and watch events to the router and, with audit.enable, writes
+// the audit lines of ephemerals removed at a session's close or expiry, so every server's audit
+// log has them, as every ZooKeeper server's has.
 //
 // Start blocks until every shard it knows of — added ones included — has a leader, a published
 // view and has caught up, so a server that accepts clients can serve them. Goroutines: the

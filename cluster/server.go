@@ -73,12 +73,15 @@ type Server struct {
 	sessions *session.Manager
 	client   *server.Server
 	audit    *audit.Log // audit.enable: opened with the client port, closed after it
-	reg      *prometheus.Registry
-	admin    *http.Server
-	ln       net.Listener
-	tls      *tlsconf.Source   // secure client port (nil without secureClientPort), tls.go
-	secureLn *tlsconf.Listener // its listener, merged into ln
-	qtls     *tlsconf.Source   // ssl.quorum.* stores (sslQuorum, admin.forceHttps), tls.go
+	// auditApply is audit for the shards' apply goroutines (shardListener, audit.go): set
+	// once the log is open, nil again before it closes.
+	auditApply atomic.Pointer[audit.Log]
+	reg        *prometheus.Registry
+	admin      *http.Server
+	ln         net.Listener
+	tls        *tlsconf.Source   // secure client port (nil without secureClientPort), tls.go
+	secureLn   *tlsconf.Listener // its listener, merged into ln
+	qtls       *tlsconf.Source   // ssl.quorum.* stores (sslQuorum, admin.forceHttps), tls.go
 
 	metrics   *backupMetrics // backup_metrics.go
 	restoring sync.Mutex     // held by the one POST /restore this server runs at a time
@@ -474,6 +477,7 @@ func (s *Server) startClientPort() error {
 			ln.Close()
 			return fmt.Errorf("cluster: %w", err)
 		}
+		s.auditApply.Store(s.audit)
 	}
 	s.client = server.New(server.Options{
 		ServerID: s.cfg.MyID, MaxBuffer: s.cfg.MaxBuffer, MinTimeout: s.cfg.MinSessionTimeout,
@@ -640,6 +644,7 @@ func (s *Server) Close() error {
 		s.client.Close()
 	}
 	if s.audit != nil {
+		s.auditApply.Store(nil)
 		s.audit.Close()
 	}
 	if s.admin != nil {

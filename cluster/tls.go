@@ -13,7 +13,7 @@ import (
 // loadTLS loads the secure client port's stores (secureClientPort), before anything else
 // starts, so that a bad store stops the server at once with the key at fault.
 func (s *Server) loadTLS() error {
-	if s.cfg.QuorumTLS.Enabled() || s.cfg.AdminAuth.ForceHTTPS {
+	if s.cfg.QuorumTLS.Enabled() || s.cfg.AdminAuth.HTTPS() {
 		src, err := tlsconf.NewSource(s.cfg.QuorumTLS, s.log)
 		if err != nil {
 			return fmt.Errorf("cluster: quorum TLS: %w", err)
@@ -88,13 +88,20 @@ func (s *Server) startQuorumTLS() *tlsconf.Source {
 	return s.qtls
 }
 
-// adminTLS wraps the admin port's listener in TLS with admin.forceHttps (from the ssl.quorum.*
-// stores, as ZooKeeper's admin server), and gives the HTTP server a logger for failed
-// handshakes (a plaintext request is answered 400 by net/http).
+// adminTLS wraps the admin port's listener in TLS (from the ssl.quorum.* stores, as
+// ZooKeeper's admin server): HTTPS only with admin.forceHttps (a plaintext request is answered
+// 400 by net/http), HTTP and HTTPS on the one port with admin.portUnification (a connection
+// whose first byte starts a TLS record is HTTPS, tlsconf.UnifiedListener). It gives the HTTP
+// server a logger for failed handshakes.
 func (s *Server) adminTLS(ln net.Listener, hs *http.Server) net.Listener {
-	if !s.cfg.AdminAuth.ForceHTTPS {
+	a := s.cfg.AdminAuth
+	if !a.HTTPS() {
 		return ln
 	}
 	hs.ErrorLog = slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)
-	return tls.NewListener(ln, s.qtls.HTTPSConfig(s.cfg.AdminAuth.NeedClientAuth))
+	cfg := s.qtls.HTTPSConfig(a.NeedClientAuth)
+	if a.ForceHTTPS {
+		return tls.NewListener(ln, cfg)
+	}
+	return tlsconf.NewUnifiedListener(ln, cfg, s.cfg.QuorumTLS.HandshakeTimeout, "admin port", s.log)
 }

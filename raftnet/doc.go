@@ -26,7 +26,8 @@
 //
 // With Factory.TLS (sslQuorum) every link is TLS with mutual authentication from the quorum
 // stores: accepted links pass a tlsconf.Listener, which refuses and logs a peer without a
-// certificate the trust store verifies.
+// certificate the trust store verifies (or, with ssl.quorum.hostnameVerification, one that
+// does not name the peer's address).
 //
 // Goroutines: the accept loop and one reader per accepted link, owned by the Transport and
 // ended by Close. Sending links have no goroutine of their own; dragonboat closes them, and

@@ -131,8 +131,8 @@ func (t *txn) deleteContainer(path string, version int32) wire.Err {
 }
 
 // closeSession deletes every ephemeral node of session in this shard under the one zxid of the
-// op, in path order, each with NodeDeleted and NodeChildrenChanged on its parent (DataTree
-// .killSession), and records the session's tombstone (dropping its ownership epoch). Closing an unknown or already closed
+// op, in the order ZooKeeper deletes them (javaorder.go), each with NodeDeleted (its Session
+// set to session) and NodeChildrenChanged on its parent (DataTree.killSession), and records the session's tombstone (dropping its ownership epoch). Closing an unknown or already closed
 // session only refreshes the tombstone. The session's ephemeral stubs go too, with only the
 // parent's NodeChildrenChanged (the node's own shard deletes the node and reports NodeDeleted
 // when it applies its closeSession).
@@ -155,7 +155,13 @@ func (t *txn) closeSession(session int64) {
 			continue
 		}
 		parentPath, _ := splitParent(path)
+		mark := len(t.events)
 		t.removeNode(key, path, n, parentPath)
+		for i := mark; i < len(t.events); i++ {
+			if t.events[i].Type == wire.EventNodeDeleted {
+				t.events[i].Session = session
+			}
+		}
 	}
 	t.s.addTombstone(session, t.time)
 	t.s.dropSessionOwner(session)

@@ -14,8 +14,9 @@
 //   - dragonboat drives Machine (NewMachine / CreateFunc): Open, Update, Lookup, Sync,
 //     PrepareSnapshot, SaveSnapshot, RecoverFromSnapshot, Close.
 //   - Machine.Update applies each entry with State.Apply, persists the changes, and calls
-//     Listener.Applied once with the new *View and the entries' events. The listener (the router)
-//     publishes the view to readers and hands the events to the watch hub. The shard publishes
+//     Listener.Applied once with the new *View and the entries' events. The listener (the router,
+//     behind package cluster's audit of session-close deletions: Event.Session) publishes the
+//     view to readers and hands the events to the watch hub. The shard publishes
 //     nowhere else; Machine.View and Lookup return the same view.
 //   - The server answers reads from a View (View.Read, GetEphemerals) without locks.
 //   - The session manager proposes OpCloseSession; the leader's expiry scan

@@ -213,7 +213,7 @@ func TestMoveBack(t *testing.T) {
 
 // TestMoveRefused: a destination that holds a node in the subtree refuses (NODEEXISTS) and
 // locks nothing; a source whose subtree moved away refuses with ErrMoved; a closed session's
-// ephemerals are removed, with events, when the copy arrives at a destination that already
+// ephemerals are removed, with events (NodeDeleted naming the session), when the copy arrives at a destination that already
 // applied the session's closeSession.
 func TestMoveRefused(t *testing.T) {
 	a, b := moveFixture(t)
@@ -234,7 +234,8 @@ func TestMoveRefused(t *testing.T) {
 	z := repB.Floor<<8 | 1
 	txnReply(t, a, ctl(2, 2000, commitOp(42, z, 2000)))
 	_, _, evs := txnReply(t, b, ctl(2, 2000, commitOp(42, z, 2000)))
-	if got := eventList(evs); !reflect.DeepEqual(got, []string{"NodeDeleted /app/e", "NodeChildrenChanged /app"}) || evs[0].Zxid != z {
+	if got := eventList(evs); !reflect.DeepEqual(got, []string{"NodeDeleted /app/e", "NodeChildrenChanged /app"}) || evs[0].Zxid != z ||
+		evs[0].Session != 7 || evs[1].Session != 0 {
 		t.Fatalf("events %v", got)
 	}
 	if _, ok := b.View(3).Get("/app/e"); ok {

@@ -443,6 +443,9 @@ func (h *harness) applyBatch(op Op, control bool) []string {
 		if e.Zxid != r.Zxid {
 			l += " zxid=" + fz(e.Zxid)
 		}
+		if e.Session != 0 {
+			l += fmt.Sprintf(" session=0x%x", e.Session)
+		}
 		out = append(out, l)
 	}
 	return out

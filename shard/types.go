@@ -101,4 +101,9 @@ type Event struct {
 	// ACL is the node's ACL (for NodeChildrenChanged, the parent's): watch events are delivered only
 	// to connections with READ permission on it, as ZooKeeper does.
 	ACL []wire.ACL
+	// Session is, on the NodeDeleted of an ephemeral removed because its session closed or
+	// expired (OpCloseSession, or a move bringing in a closed session's ephemerals), that
+	// session; 0 on every other event. The audit log's
+	// ephemeralZNodeDeletionOnSessionCloseOrExpire lines come from it.
+	Session int64
 }

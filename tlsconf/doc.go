@@ -27,9 +27,15 @@
 // end when Close returns.
 //
 // Quorum settings (QuorumDefaults) parse the ssl.quorum.* keys with the client port's rules and
-// name those keys in their errors; their Source also gives the configuration for dialling a
+// name those keys in their errors; with ssl.quorum.hostnameVerification their Listener also
+// checks that a dialling peer's certificate names the peer's IP address or a reverse DNS name
+// of it (ssl.quorum.allowReverseDnsLookup), as ZooKeeper's ZKTrustManager does for quorum
+// peers; their Source also gives the configuration for dialling a
 // peer (ClientConfig: this server's certificate, the trust store as roots) and for an HTTPS
-// port (HTTPSConfig, the admin port with admin.forceHttps). Their Listener logs as "quorum TLS".
+// port (HTTPSConfig, the admin port with admin.forceHttps or admin.portUnification). Their
+// Listener logs as "quorum TLS". UnifiedListener serves TLS and plaintext on one port (the admin
+// port with admin.portUnification), telling them apart by each connection's first byte (0x16
+// starts a TLS record); its detection goroutines end when Close returns.
 // A connection closed before its handshake began (a reachability probe) is logged at debug
 // level only.
 //

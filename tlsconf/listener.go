@@ -118,7 +118,7 @@ func (l *Listener) acceptLoop() {
 
 func (l *Listener) handshake(raw net.Conn) {
 	set := &l.src.set
-	tc := tls.Server(raw, l.src.Config())
+	tc := tls.Server(raw, set.acceptConfig(l.src.Config(), raw.RemoteAddr()))
 	ctx, cancel := context.WithTimeout(context.Background(), set.HandshakeTimeout)
 	err := tc.HandshakeContext(ctx)
 	cancel()

@@ -1,12 +1,14 @@
 package tlsconf
 
 import (
+	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
 	"fmt"
 	"net"
 	"strings"
+	"time"
 )
 
 // QuorumDefaults returns ZooKeeper 3.8's defaults for the links between servers: the keys are
@@ -25,8 +27,8 @@ func QuorumDefaults() Settings {
 // means what ssl.<name> means on the client port.
 var quorumKeys = map[string]bool{
 	"protocol": true, "enabledProtocols": true, "ciphersuites": true, "hostnameVerification": true,
-	"clientAuth": true, "crl": true, "ocsp": true, "handshakeDetectionTimeoutMillis": true,
-	"context.supplier.class": true,
+	"allowReverseDnsLookup": true, "clientAuth": true, "crl": true, "ocsp": true,
+	"handshakeDetectionTimeoutMillis": true, "context.supplier.class": true,
 }
 
 // setQuorum is Set for quorum settings.
@@ -142,4 +144,57 @@ func (src *Source) HTTPSConfig(needClientAuth bool) *tls.Config {
 		}
 		return cfg, nil
 	}}
+}
+
+// lookupAddr resolves an address to host names (reverse DNS); tests replace it.
+var lookupAddr = net.DefaultResolver.LookupAddr
+
+// acceptConfig is the configuration the accepting side of a quorum link uses for a peer
+// dialling from remote: cfg, plus with ssl.quorum.hostnameVerification the check ZooKeeper's
+// ZKTrustManager.checkClientTrusted makes for a quorum peer (QuorumX509Util verifies client
+// host names, ClientX509Util does not): the dialler's certificate, once its chain verified,
+// must name the dialler's IP address among its IP SANs or, with allowReverseDnsLookup, one of
+// the names reverse DNS gives for that address among its DNS names. The handshake fails
+// otherwise (the dialler gets a bad_certificate alert) with an error naming the address and
+// the names tried. Other settings (the client port) get cfg unchanged.
+func (s *Settings) acceptConfig(cfg *tls.Config, remote net.Addr) *tls.Config {
+	if !s.Quorum || !s.HostnameVerification {
+		return cfg
+	}
+	host, _, err := net.SplitHostPort(remote.String())
+	if err != nil {
+		host = remote.String()
+	}
+	reverse, timeout := s.AllowReverseDNS, s.HandshakeTimeout
+	c := cfg.Clone()
+	c.VerifyConnection = func(cs tls.ConnectionState) error {
+		if len(cs.PeerCertificates) == 0 {
+			return nil // no certificate asked for (clientAuth none) or none sent (want)
+		}
+		return verifyPeerHost(cs.PeerCertificates[0], host, reverse, timeout)
+	}
+	return c
+}
+
+// verifyPeerHost checks leaf against the peer's address ip, then, when reverse is set, against
+// the names reverse DNS gives for it (ZKTrustManager.performHostVerification).
+func verifyPeerHost(leaf *x509.Certificate, ip string, reverse bool, timeout time.Duration) error {
+	if leaf.VerifyHostname(ip) == nil {
+		return nil
+	}
+	if !reverse {
+		return fmt.Errorf("tlsconf: ssl.quorum.hostnameVerification: the peer's certificate (%s) does not name its address %s, and ssl.quorum.allowReverseDnsLookup=false", leaf.Subject, ip)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	names, err := lookupAddr(ctx, ip)
+	cancel()
+	for _, n := range names {
+		if leaf.VerifyHostname(strings.TrimSuffix(n, ".")) == nil {
+			return nil
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("tlsconf: ssl.quorum.hostnameVerification: the peer's certificate (%s) does not name its address %s, and its reverse DNS lookup failed: %w", leaf.Subject, ip, err)
+	}
+	return fmt.Errorf("tlsconf: ssl.quorum.hostnameVerification: the peer's certificate (%s) names neither its address %s nor its reverse DNS names %v", leaf.Subject, ip, names)
 }

@@ -3,10 +3,12 @@ package tlsconf
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"crypto/x509/pkix"
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"strings"
 	"testing"
 	"time"
@@ -89,6 +91,7 @@ func TestQuorumSettings(t *testing.T) {
 		6: {"sslQuorumReloadCertFiles", "true", true, false},
 		7: {"portUnification", "true", true, true},
 		8: {"portUnification", "false", true, false},
+		9: {"ssl.quorum.allowReverseDnsLookup", "false", true, false},
 	} {
 		s := QuorumDefaults()
 		ok, err := s.Set(tc.k, tc.v)
@@ -102,6 +105,10 @@ func TestQuorumSettings(t *testing.T) {
 	c := Defaults()
 	if ok, _ := c.Set("ssl.quorum.keyStore.location", "/x"); ok {
 		t.Error("the client port's settings took ssl.quorum.keyStore.location")
+	}
+	r := QuorumDefaults()
+	if r.Set("ssl.quorum.allowReverseDnsLookup", "false"); r.AllowReverseDNS || !QuorumDefaults().AllowReverseDNS {
+		t.Error("ssl.quorum.allowReverseDnsLookup: default true, false when set so")
 	}
 	s := QuorumDefaults()
 	if s.Enabled() || s.Validate() != nil || s.Reload {
@@ -139,5 +146,83 @@ func TestQuorumReload(t *testing.T) {
 		if (cn == "peer-2") != reload {
 			t.Errorf("sslQuorumReloadCertFiles=%v: the dial presents %s", reload, cn)
 		}
+	}
+}
+
+// TestQuorumAcceptHostnameVerification: with ssl.quorum.hostnameVerification (the default) the
+// accepting side of a quorum link refuses a dialler whose certificate names neither its
+// address (IP SAN) nor, with allowReverseDnsLookup, a reverse DNS name of it (DNS SAN); the
+// refusal fails the handshake and is logged with the address. Off, the chain alone decides.
+// Diallers bind loopback addresses 127.0.0.x; reverse DNS is a fixed table.
+func TestQuorumAcceptHostnameVerification(t *testing.T) {
+	defer func(f func(context.Context, string) ([]string, error)) { lookupAddr = f }(lookupAddr)
+	lookupAddr = func(_ context.Context, ip string) ([]string, error) {
+		if ip == "127.0.0.3" {
+			return []string{"peer3.test."}, nil
+		}
+		return nil, &net.DNSError{Err: "no such host", Name: ip, IsNotFound: true}
+	}
+	ca := testcerts.NewCA(t, t.TempDir(), "quorum-ca")
+	byIP := ca.IssueFor(t, pkix.Name{CommonName: "peer-2"}, []net.IP{net.ParseIP("127.0.0.2")}, nil)
+	byName := ca.IssueFor(t, pkix.Name{CommonName: "peer-3"}, nil, []string{"peer3.test"})
+	roots := x509.NewCertPool()
+	roots.AddCert(ca.Cert)
+	for i, tc := range []struct {
+		lines []string
+		leaf  testcerts.Leaf
+		from  string
+		ok    bool
+	}{
+		0: {nil, byIP, "127.0.0.2", true},
+		1: {nil, byIP, "127.0.0.1", false},
+		2: {[]string{"ssl.quorum.hostnameVerification=false"}, byIP, "127.0.0.1", true},
+		3: {nil, byName, "127.0.0.3", true},
+		4: {[]string{"ssl.quorum.allowReverseDnsLookup=false"}, byName, "127.0.0.3", false},
+		5: {nil, byName, "127.0.0.4", false},
+	} {
+		logs := &syncBuf{}
+		raw, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		l := NewListener(raw, quorumSource(t, ca, tc.lines...), slog.New(slog.NewTextHandler(logs, nil)))
+		go func() {
+			for {
+				c, err := l.Accept()
+				if err != nil {
+					return
+				}
+				c.Write([]byte("ok"))
+				c.Close()
+			}
+		}()
+		d := &net.Dialer{Timeout: 5 * time.Second, LocalAddr: &net.TCPAddr{IP: net.ParseIP(tc.from)}}
+		cfg := &tls.Config{RootCAs: roots, ServerName: "127.0.0.1", MaxVersion: tls.VersionTLS12,
+			Certificates: []tls.Certificate{{Certificate: [][]byte{tc.leaf.Cert.Raw}, PrivateKey: tc.leaf.Key}}}
+		got := ""
+		c, err := tls.DialWithDialer(d, "tcp", raw.Addr().String(), cfg)
+		if err == nil {
+			c.SetDeadline(time.Now().Add(5 * time.Second))
+			b, _ := io.ReadAll(c)
+			got = string(b)
+			c.Close()
+		}
+		if (got == "ok") != tc.ok {
+			t.Errorf("%d: %s dialling from %s: got %q (%v), want ok=%v", i, tc.leaf.Cert.Subject, tc.from, got, err, tc.ok)
+		}
+		if !tc.ok {
+			want := "ssl.quorum.hostnameVerification: the peer's certificate (" + tc.leaf.Cert.Subject.String() + ")"
+			deadline := time.Now().Add(5 * time.Second)
+			for !strings.Contains(logs.String(), want) && time.Now().Before(deadline) {
+				time.Sleep(10 * time.Millisecond)
+			}
+			if !strings.Contains(logs.String(), "quorum TLS: TLS handshake failed, closing") || !strings.Contains(logs.String(), want) {
+				t.Errorf("%d: log %q, want the refusal with %q", i, logs.String(), want)
+			}
+			if !strings.Contains(logs.String(), "its address "+tc.from) {
+				t.Errorf("%d: the refusal does not name the address %s: %q", i, tc.from, logs.String())
+			}
+		}
+		l.Close()
 	}
 }

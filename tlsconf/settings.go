@@ -39,10 +39,16 @@ type Settings struct {
 	CipherSuites      []string // ssl.ciphersuites, Java names (default: defaultCiphers)
 	// HostnameVerification (ssl.hostnameVerification, default true) is accepted: on a client
 	// port ZooKeeper never checks a client certificate's host names (ClientX509Util), so it
-	// changes nothing on the server.
+	// changes nothing on the server. ssl.quorum.hostnameVerification checks a peer's
+	// certificate on both sides of a link (quorum.go).
 	HostnameVerification bool
-	CRL, OCSP            bool   // ssl.crl, ssl.ocsp: revocation checks, not supported (Validate)
-	AuthProvider         string // ssl.authProvider: the scheme TLS clients authenticate with (x509)
+	// AllowReverseDNS (ssl.quorum.allowReverseDnsLookup, default true, the key of ZooKeeper
+	// 3.8.1+; 3.8.0 always looks up) lets the accepting side of a quorum link check the
+	// dialler's certificate against the reverse DNS names of its address when the address
+	// itself is not among its IP SANs. Accepted and unused on the client port.
+	AllowReverseDNS bool
+	CRL, OCSP       bool   // ssl.crl, ssl.ocsp: revocation checks, not supported (Validate)
+	AuthProvider    string // ssl.authProvider: the scheme TLS clients authenticate with (x509)
 	// SuperUser is X509AuthenticationProvider.superUser: a client whose certificate subject is
 	// this name is also super (every ACL grants it).
 	SuperUser string
@@ -65,6 +71,7 @@ func Defaults() Settings {
 		ClientAuth:           "need",
 		Protocol:             "TLSv1.2",
 		HostnameVerification: true,
+		AllowReverseDNS:      true,
 		AuthProvider:         "x509",
 		Reload:               true,
 		ReloadInterval:       5 * time.Second,
@@ -162,6 +169,8 @@ func (s *Settings) Set(k, v string) (bool, error) {
 		s.CipherSuites = splitList(v)
 	case "ssl.hostnameVerification":
 		boolean(&s.HostnameVerification)
+	case "ssl.allowReverseDnsLookup":
+		boolean(&s.AllowReverseDNS)
 	case "ssl.crl":
 		boolean(&s.CRL)
 	case "ssl.ocsp":

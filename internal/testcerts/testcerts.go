@@ -81,6 +81,17 @@ func (ca *CA) Issue(t testing.TB, subject pkix.Name, rawSubject []byte) Leaf {
 	}, ca.Cert, ca.Key)
 }
 
+// IssueFor signs a certificate for subject whose subject alternative names are exactly ips
+// and dnsNames (peers whose certificate does or does not name their address).
+func (ca *CA) IssueFor(t testing.TB, subject pkix.Name, ips []net.IP, dnsNames []string) Leaf {
+	t.Helper()
+	return sign(t, &x509.Certificate{
+		Subject: subject, KeyUsage: x509.KeyUsageDigitalSignature,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
+		IPAddresses: ips, DNSNames: dnsNames,
+	}, ca.Cert, ca.Key)
+}
+
 // WritePEM writes the leaf's key and certificate (then the CA's) as one PEM key store, and
 // returns its path.
 func (ca *CA) WritePEM(t testing.TB, l Leaf, name string) string {

@@ -174,6 +174,14 @@ func (c *Cluster) AdminAddr(i int) string {
 	return fmt.Sprintf("%s:%d", c.cfgs[i].AdminAddress, c.cfgs[i].AdminPort)
 }
 
+// DataDir returns server i's dataDir (where its myid, zoo.cfg and, by default, its audit log
+// are).
+func (c *Cluster) DataDir(i int) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.cfgs[i].DataDir
+}
+
 func (c *Cluster) start(i int) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()

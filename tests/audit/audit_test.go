@@ -16,8 +16,10 @@ import (
 
 	"github.com/corral/corral/format"
 	"github.com/corral/corral/internal/apachezk"
+	"github.com/corral/corral/internal/difftest"
 	"github.com/corral/corral/internal/testcluster"
 	"github.com/corral/corral/internal/zktest"
+	"github.com/corral/corral/wire"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -110,10 +112,19 @@ func corralLines(t *testing.T, path string) []string {
 
 // clientLines keeps the lines of client operations, session ids normalised.
 func clientLines(lines []string) []string {
+	out := sessionLines(lines)
+	for i, l := range out {
+		out[i] = sessionRE.ReplaceAllString(l, "session=S")
+	}
+	return out
+}
+
+// sessionLines keeps the lines with a session (client operations and session-end deletions).
+func sessionLines(lines []string) []string {
 	var out []string
 	for _, l := range lines {
 		if strings.Contains(l, "session=") {
-			out = append(out, sessionRE.ReplaceAllString(l, "session=S"))
+			out = append(out, l)
 		}
 	}
 	return out
@@ -247,4 +258,149 @@ func TestAuditPipelinedWrites(t *testing.T) {
 	if len(count) != 3*paths {
 		t.Errorf("lines for other znodes or results: %v", count)
 	}
+}
+
+// sessionEnds ends two sessions that hold ephemerals under /eph: the first closes (go-zookeeper
+// sends closeSession), the second (a raw connection with a 2 s timeout) drops its connection and
+// expires. done reports whether /eph has no child left; each end is waited for, so that the
+// lines of the two come in this order.
+func sessionEnds(t *testing.T, ctx context.Context, addr string, done func() bool) {
+	world := zk.WorldACL(zk.PermAll)
+	c := zktest.Connect(t, ctx, addr)
+	if _, err := c.Create("/eph", nil, 0, world); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{"/eph/a", "/eph/b", "/eph/c"} {
+		if _, err := c.Create(p, nil, zk.FlagEphemeral, world); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := 0; i < 2; i++ {
+		if _, err := c.Create("/eph/s-", nil, zk.FlagEphemeral|zk.FlagSequence, world); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := c.Delete("/eph/c", -1); err != nil { // a delete line; not deleted again at close
+		t.Fatal(err)
+	}
+	c.Close()
+	waitFor(t, "the closed session's ephemerals to go", done)
+
+	raw, err := difftest.DialRaw(ctx, addr, difftest.NewSessionRequest(2*time.Second, false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := raw.Call(ctx, wire.OpCreate, &wire.CreateRequest{Path: "/eph/x", ACL: wire.OpenACLUnsafe, Flags: wire.FlagEphemeral})
+	if err != nil || r.Header.Err != wire.ErrOK {
+		t.Fatalf("raw create: %v %v", err, r.Header.Err)
+	}
+	raw.Close() // no closeSession: the session expires
+	waitFor(t, "the expired session's ephemeral to go", done)
+}
+
+// ephemeralsGone reports whether /eph has no children, read through a connection of its own.
+func ephemeralsGone(t *testing.T, ctx context.Context, addr string) func() bool {
+	c := zktest.Connect(t, ctx, addr)
+	return func() bool {
+		ch, _, err := c.Children("/eph")
+		return err == nil && len(ch) == 0
+	}
+}
+
+// numberSessions replaces session ids by S1, S2, ... in the order they first appear, so that
+// lines of one session can be told from another's across servers.
+func numberSessions(lines []string) []string {
+	ids := map[string]string{}
+	out := make([]string, len(lines))
+	for i, l := range lines {
+		out[i] = sessionRE.ReplaceAllStringFunc(l, func(s string) string {
+			if _, ok := ids[s]; !ok {
+				ids[s] = fmt.Sprintf("session=S%d", len(ids)+1)
+			}
+			return ids[s]
+		})
+	}
+	return out
+}
+
+// deletionLines keeps the ephemeralZNodeDeletionOnSessionCloseOrExpire lines.
+func deletionLines(lines []string) []string {
+	var out []string
+	for _, l := range lines {
+		if strings.Contains(l, "operation=ephemeralZNodeDeletionOnSessionCloseOrExpire") {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// compareLines reports the lines that differ.
+func compareLines(t *testing.T, who string, want, got []string) {
+	t.Helper()
+	for i := 0; i < max(len(want), len(got)); i++ {
+		var w, g string
+		if i < len(want) {
+			w = want[i]
+		}
+		if i < len(got) {
+			g = got[i]
+		}
+		if w != g {
+			t.Errorf("%s line %d:\n zookeeper: %q\n corral:    %q", who, i, w, g)
+		}
+	}
+}
+
+// TestAuditEphemeralsAtSessionEnd: a session's ephemerals removed when it closes or expires
+// get one ephemeralZNodeDeletionOnSessionCloseOrExpire line each, with the session, the server's
+// own user and no ip, as ZooKeeper 3.8 writes them, in its order. ZooKeeper writes them on
+// every server (DataTree.deleteNodes); so does Corral: each of the three servers' logs has
+// them, while the create and delete lines are only in the log of the server the client used.
+func TestAuditEphemeralsAtSessionEnd(t *testing.T) {
+	if err := apachezk.Available(); err != nil {
+		t.Fatalf("Apache ZooKeeper is required: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+
+	ens, err := apachezk.Start(ctx, apachezk.Options{TickTime: 500 * time.Millisecond,
+		Config: map[string]string{"audit.enable": "true"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ens.Close()
+	sessionEnds(t, ctx, ens.Addr(0), ephemeralsGone(t, ctx, ens.Addr(0)))
+	zkLog := filepath.Join(ens.ServerDir(0), "zookeeper.log")
+	var want []string
+	waitFor(t, "ZooKeeper's audit lines", func() bool {
+		want = numberSessions(sessionLines(zkLines(t, zkLog)))
+		return len(want) > 0 && strings.Contains(want[len(want)-1], "znode=/eph/x")
+	})
+	if n := len(deletionLines(want)); n != 5 {
+		t.Fatalf("ZooKeeper wrote %d deletion lines, want 5:\n%s", n, strings.Join(want, "\n"))
+	}
+
+	cl := testcluster.Start(t, testcluster.Options{Servers: 3, Shards: 1,
+		Extra: []string{"audit.enable=true"}})
+	addr := cl.Addrs()[0]
+	sessionEnds(t, ctx, addr, ephemeralsGone(t, ctx, addr))
+	files := make([]string, 3)
+	for i := range files {
+		files[i] = filepath.Join(cl.DataDir(i), "zookeeper_audit.log")
+	}
+	got := make([][]string, 3)
+	waitFor(t, "Corral's audit lines", func() bool {
+		for i, f := range files {
+			got[i] = numberSessions(sessionLines(corralLines(t, f)))
+			if len(got[i]) == 0 || !strings.Contains(got[i][len(got[i])-1], "znode=/eph/x") {
+				return false
+			}
+		}
+		return true
+	})
+	compareLines(t, "server 1", want, got[0])
+	for i := 1; i < 3; i++ {
+		compareLines(t, fmt.Sprintf("server %d", i+1), deletionLines(want), got[i])
+	}
+	t.Logf("zookeeper:\n%s\ncorral (server 1):\n%s", strings.Join(want, "\n"), strings.Join(got[0], "\n"))
 }

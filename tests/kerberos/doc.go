@@ -8,6 +8,9 @@
 // with that ACL and reads it back; a client without SASL is refused it; a DIGEST-MD5 client
 // fails (a server with a Kerberos login runs GSSAPI only); kerberos.remove*FromPrincipal and
 // superUser shorten and name ids in the default realm alike; a garbage and an oversize sasl
-// token are answered AUTHFAILED and close their own connection. Tests skip with -short; without
+// token are answered AUTHFAILED and close their own connection. TestKerberosThreeServers runs
+// Corral alone as a 3-server ensemble: a node created by a Kerberos session through one server
+// with a sasl ACL is refused to a session without SASL through another and read by a Kerberos
+// session through the third. Tests skip with -short; without
 // the MIT KDC, zkCli or Java they fail saying what to install.
 package kerberos

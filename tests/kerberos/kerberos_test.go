@@ -395,3 +395,59 @@ func TestKerberosNameOptions(t *testing.T) {
 		t.Errorf("transcript lacks %q", want)
 	}
 }
+
+// TestKerberosThreeServers: a 3-server Corral ensemble (two data shards) from one JAAS Server
+// section and keytab (every server is zookeeper/localhost). A zkCli session logged in with
+// Kerberos through server 1 creates a node with ACL sasl:client@EXAMPLE.COM:cdrwa; the ACL is
+// enforced through the other servers: a session without SASL through server 2 is refused the
+// node, a Kerberos session through server 3 reads it and is sasl:client@EXAMPLE.COM there, and
+// one Kerberos session given all three servers (it connects to one of them) writes it.
+func TestKerberosThreeServers(t *testing.T) {
+	if testing.Short() {
+		t.Skip("skipped with -short: starts a KDC and three Corral servers")
+	}
+	if _, err := os.Stat(apachezk.CLIPath); err != nil {
+		t.Fatalf("zkCli.sh is missing (%v); %s", err, apachezk.InstallHint)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	k := startKDC(ctx, t)
+	serverJAAS := writeFile(t, k.dir, "server.jaas", krbJAAS("Server", k.zkKeytab, "zookeeper/localhost@"+realm))
+	t.Setenv("SERVER_JVMFLAGS", strings.Join([]string{"-Djava.security.auth.login.config=" + serverJAAS,
+		"-Djava.security.krb5.conf=" + k.krb5Conf, "-Dzookeeper.authProvider.1=" + sasl.ProviderClass}, " "))
+	c, err := corralproc.Start(ctx, corralproc.Options{Servers: 3, Shards: 2, TickTime: 500 * time.Millisecond})
+	if err != nil {
+		t.Fatalf("start Corral: %v", err)
+	}
+	defer func() {
+		if err := c.Close(); err != nil {
+			t.Errorf("close Corral: %v", err)
+		}
+	}()
+	cliJAAS := writeFile(t, k.dir, "client.jaas", krbJAAS("Client", k.cliKeytab, "client@"+realm))
+	kerberos := "-Djava.security.krb5.conf=" + k.krb5Conf + " -Djava.security.auth.login.config=" + cliJAAS
+	id := "client@" + realm
+	var all []string
+	for i := 0; i < 3; i++ {
+		all = append(all, localhostAddr(t, c.Addr(i)))
+	}
+	for i, tc := range []struct {
+		addr, flags string
+		lines       []string
+		want        string
+	}{
+		0: {all[0], kerberos, []string{"create /k3 x sasl:" + id + ":cdrwa", "getAcl /k3", "whoami"},
+			"states: Closed,SaslAuthenticated,SyncConnected\nCreated /k3\n'sasl,'" + id + "\n: cdrwa\nAuth scheme: User\nsasl: " + id + "\nip: 127.0.0.1\n"},
+		1: {all[1], "-Djava.security.krb5.conf=" + k.krb5Conf, []string{"get /k3", "set /k3 y"},
+			"states: Closed,SyncConnected\nInsufficient permission : /k3\nInsufficient permission : /k3\n"},
+		2: {all[2], kerberos, []string{"get /k3", "whoami"},
+			"states: Closed,SaslAuthenticated,SyncConnected\nx\nAuth scheme: User\nsasl: " + id + "\nip: 127.0.0.1\n"},
+		3: {strings.Join(all, ","), kerberos, []string{"set /k3 z", "get /k3"},
+			"states: Closed,SaslAuthenticated,SyncConnected\nz\n"},
+	} {
+		got := apachezk.NormaliseCLI(apachezk.RunCLI(ctx, tc.addr, tc.flags, tc.lines...))
+		if got != tc.want {
+			t.Errorf("%d: zkCli %s %v:\n%s\nwant:\n%s", i, tc.addr, tc.lines, got, tc.want)
+		}
+	}
+}

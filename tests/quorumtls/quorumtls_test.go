@@ -243,20 +243,77 @@ func TestAdminHTTPS(t *testing.T) {
 	}
 }
 
+// TestAdminPortUnification: with admin.portUnification the admin port answers plain HTTP and
+// HTTPS (the ssl.quorum stores) on one port; over HTTPS a verified client certificate that
+// corral.admin.x509 names is an operator, over plain HTTP only digest credentials are (loopback
+// is not trusted here).
+func TestAdminPortUnification(t *testing.T) {
+	logs := &lockedBuffer{}
+	ca := testcerts.NewCA(t, t.TempDir(), "quorum-ca")
+	extra := append(stores(t, ca), "admin.portUnification=true", "corral.admin.x509=CN=op,O=corp",
+		"corral.admin.digest=ops:CzCEOKcNDOImQNsA1kmK0V5DZ/A=") // ops:s3cret
+	cl := testcluster.Start(t, testcluster.Options{Servers: 1, Admin: true, Extra: extra,
+		Log: slog.New(slog.NewTextHandler(logs, nil))})
+	addr := cl.AdminAddr(0)
+	roots := x509.NewCertPool()
+	roots.AddCert(ca.Cert)
+	https := func(cn string) *http.Client {
+		cfg := &tls.Config{RootCAs: roots}
+		if cn != "" {
+			l := ca.Issue(t, pkix.Name{CommonName: cn, Organization: []string{"corp"}}, nil)
+			cfg.Certificates = []tls.Certificate{{Certificate: [][]byte{l.Cert.Raw}, PrivateKey: l.Key}}
+		}
+		return &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: cfg}}
+	}
+	plain := &http.Client{Timeout: 10 * time.Second}
+	for i, tc := range []struct {
+		c            *http.Client
+		method, url  string
+		auth         string
+		want         int
+		wantTLSState bool
+	}{
+		0: {plain, http.MethodGet, "http://" + addr + "/health", "", http.StatusOK, false},
+		1: {https(""), http.MethodGet, "https://" + addr + "/health", "", http.StatusOK, true},
+		2: {https("op"), http.MethodPost, "https://" + addr + "/health", "", http.StatusOK, true},
+		3: {https("someone"), http.MethodPost, "https://" + addr + "/health", "", http.StatusUnauthorized, true},
+		4: {plain, http.MethodPost, "http://" + addr + "/health", "", http.StatusUnauthorized, false},
+		5: {plain, http.MethodPost, "http://" + addr + "/health", "digest ops:s3cret", http.StatusOK, false},
+		6: {https(""), http.MethodPost, "https://" + addr + "/health", "digest ops:s3cret", http.StatusOK, true},
+	} {
+		req, _ := http.NewRequest(tc.method, tc.url, nil)
+		if tc.auth != "" {
+			req.Header.Set("Authorization", tc.auth)
+		}
+		resp, err := tc.c.Do(req)
+		if err != nil {
+			t.Fatalf("%d: %s %s: %v", i, tc.method, tc.url, err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != tc.want || (resp.TLS != nil) != tc.wantTLSState {
+			t.Errorf("%d: %s %s: %d (TLS %v), want %d (TLS %v)", i, tc.method, tc.url, resp.StatusCode, resp.TLS != nil, tc.want, tc.wantTLSState)
+		}
+	}
+	waitLog(t, logs, "x509:CN=op,O=corp")
+}
+
 // TestConfig: each mistake stops the server with the key at fault named.
 func TestConfig(t *testing.T) {
 	for i, tc := range []struct {
 		cfg, want string
 	}{
-		0: {"sslQuorum=true\nssl.quorum.trustStore.location=/x\n", "ssl.quorum.keyStore.location"},
-		1: {"sslQuorum=true\nssl.quorum.keyStore.location=/x\n", "ssl.quorum.trustStore.location"},
-		2: {"ssl.quorum.clientAuth=sometimes\n", "ssl.quorum.clientAuth"},
-		3: {"ssl.quorum.keyStore.type=BCFKS\n", "ssl.quorum.keyStore.type"},
-		4: {"portUnification=true\n", "portUnification"},
-		5: {"admin.forceHttps=true\n", "ssl.quorum.keyStore.location"},
-		6: {"admin.portUnification=true\n", "admin.portUnification"},
-		7: {"admin.needClientAuth=true\nadmin.forceHttps=true\nssl.quorum.keyStore.location=/x\n", "ssl.quorum.trustStore.location"},
-		8: {"sslQuorum=true\nssl.quorum.keyStore.location=/x\nssl.quorum.trustStore.location=/y\nssl.quorum.enabledProtocols=TLSv1,TLSv1.3\n", "ssl.quorum.enabledProtocols"},
+		0:  {"sslQuorum=true\nssl.quorum.trustStore.location=/x\n", "ssl.quorum.keyStore.location"},
+		1:  {"sslQuorum=true\nssl.quorum.keyStore.location=/x\n", "ssl.quorum.trustStore.location"},
+		2:  {"ssl.quorum.clientAuth=sometimes\n", "ssl.quorum.clientAuth"},
+		3:  {"ssl.quorum.keyStore.type=BCFKS\n", "ssl.quorum.keyStore.type"},
+		4:  {"portUnification=true\n", "portUnification"},
+		5:  {"admin.forceHttps=true\n", "ssl.quorum.keyStore.location"},
+		6:  {"admin.portUnification=true\n", "admin.portUnification"},
+		7:  {"admin.needClientAuth=true\nadmin.forceHttps=true\nssl.quorum.keyStore.location=/x\n", "ssl.quorum.trustStore.location"},
+		8:  {"sslQuorum=true\nssl.quorum.keyStore.location=/x\nssl.quorum.trustStore.location=/y\nssl.quorum.enabledProtocols=TLSv1,TLSv1.3\n", "ssl.quorum.enabledProtocols"},
+		9:  {"admin.portUnification=true\nadmin.needClientAuth=true\nssl.quorum.keyStore.location=/x\nssl.quorum.trustStore.location=/y\n", "admin.forceHttps"},
+		10: {"corral.admin.x509=CN=op\nssl.quorum.keyStore.location=/x\n", "admin.portUnification"},
 	} {
 		cfg, err := cluster.ParseConfig(strings.NewReader("dataDir=/tmp/x\n" + tc.cfg))
 		if err == nil {
