@@ -409,6 +409,7 @@ func TestGroupRecoveryDecidesLikeItsCoordinator(t *testing.T) {
 		}
 	}
 	group := func(txnID uint64, leaf string) (map[uint64]shard.Op, []string) {
+		deadline := time.Now().Add(2 * time.Second)
 		var m wire.MultiRequest
 		var paths []string
 		for _, n := range names {
@@ -420,7 +421,9 @@ func TestGroupRecoveryDecidesLikeItsCoordinator(t *testing.T) {
 		for i, id := range parts {
 			roles := make([]shard.TxnRole, len(parts))
 			roles[i] = shard.RoleFull
-			p := shard.TxnPrepare{ID: txnID, Anchor: parts[0], Deadline: time.Now().UnixMilli(), Internal: true,
+			// Recovery may resolve the group once the deadline passed: late enough that every
+			// prepare (and the commit) this test sends comes first on a loaded machine.
+			p := shard.TxnPrepare{ID: txnID, Anchor: parts[0], Deadline: deadline.UnixMilli(), Internal: true,
 				Multi: m, Roles: roles, Group: true, Parts: parts}
 			ops[id] = shard.Op{Code: shard.OpTxnPrepare, Body: p.AppendTo(nil)}
 		}
