@@ -125,9 +125,9 @@ type Config struct {
 	testing testknobs.Knobs
 }
 
-// testingKeyPrefix starts the test-only keys zoo.cfg once had (corral.testing.applyDelay,
-// corral.testing.applyLag): they are unknown keys now, ignored with a warning that says where
-// test knobs come from instead.
+// testingKeyPrefix starts test-only key names (corral.testing.applyDelay, ...): zoo.cfg sets no
+// test knobs, so such a key is unknown, ignored with a warning that says where test knobs come
+// from instead.
 const testingKeyPrefix = "corral.testing."
 
 // DefaultFourLetterWords is ZooKeeper's default whitelist.

@@ -15,8 +15,8 @@
 //
 // Start blocks until every shard it knows of — added ones included — has a leader, a published
 // view and has caught up, so a server that accepts clients can serve them. Goroutines: the
-// background loops (Server.every: membership, transaction recovery, container expiry, leader
-// balancing), the shard starter, the client port and the admin server; each runs until the
+// background loops (Server.every: replica freshness, membership, format level, transaction
+// recovery, container expiry, leader balancing), the shard starter, the client port and the admin server; each runs until the
 // server's context ends and is in its wait group. Close stops the client port first, then the
 // proposers and loops, then the NodeHost, and waits for every goroutine it started.
 package cluster

@@ -702,10 +702,10 @@ func (s *Server) registerGauges() {
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "corral_format_level_supported", Help: "The highest format level this server's binary reads."},
 			func() float64 { return float64(format.Supported) }),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "corral_raft_log_reads_total", ConstLabels: prometheus.Labels{"from": "memory"},
-			Help: "Reads of Raft log entries no longer in dragonboat's memory (a leader catching up a follower), served from the in-memory tail (docs/storage.md, Catch-up)."},
+			Help: "Reads of Raft log entries no longer in dragonboat's memory (a leader catching up a follower), served from Corral's in-memory tail (from=memory) or from the log store (from=store) (docs/storage.md, Catch-up)."},
 			func() float64 { return s.logTailReads(true) }),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "corral_raft_log_reads_total", ConstLabels: prometheus.Labels{"from": "store"},
-			Help: "Reads of Raft log entries no longer in dragonboat's memory (a leader catching up a follower), served from the in-memory tail (docs/storage.md, Catch-up)."},
+			Help: "Reads of Raft log entries no longer in dragonboat's memory (a leader catching up a follower), served from Corral's in-memory tail (from=memory) or from the log store (from=store) (docs/storage.md, Catch-up)."},
 			func() float64 { return s.logTailReads(false) }),
 	)
 	for _, id := range s.allShards() {

@@ -16,9 +16,9 @@
 // Why it matters: dragonboat keeps up to four idle sending connections per peer for a minute
 // and trips a per-peer circuit breaker on the first failed send, dropping every message to
 // that peer for 0.25 to 0.75 s, up to 1.5 s after consecutive failures. Its own transport finds out
-// that a peer restarted only by writing to each stale connection in turn, so a restart cost a
+// that a peer restarted only by writing to each stale connection in turn, so a restart costs a
 // burst of such blackouts (each longer than an election timeout), and with CheckQuorum the
-// leaders that needed that peer stepped down again and again (docs/design.md §15).
+// leaders that need that peer step down again and again (docs/design.md §15, §16).
 //
 // Connections also carry TCP keepalives and a TCP_USER_TIMEOUT, so a connection through a
 // partition is abandoned within seconds instead of sitting in retransmission back-off after

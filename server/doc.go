@@ -9,7 +9,9 @@
 //     connection's reply queue when it is read and fills it when its shard applied it; filled
 //     slots are flushed strictly in order. A read (or any request that looks at state) waits until
 //     every earlier request of the connection has its reply, then runs against the current view,
-//     so a session always reads its own writes.
+//     so a session always reads its own writes; a watchless read behind single-shard writes to
+//     its own shard parks instead (park.go): it is answered from a view taken right after the
+//     connection's latest write (docs/design.md §8).
 //   - A watch event is queued before any reply that reflects the change: the shard's apply
 //     listener hands events to the watch hub (which queues them on connections) before it
 //     publishes the view that reads and write completions come from.

@@ -114,7 +114,9 @@
 //     or would get a zxid counter >= the floor (its batch time reached the
 //     reservation, or a MinZxid pushes it there: then the shard blocks everything until the
 //     decision, which recovery bounds); an out-of-order batch is reported BatchBlocked too, so
-//     that its proposer backs off behind a blocked predecessor. Other batches apply. A write
+//     that its proposer backs off behind a blocked predecessor. Other batches apply; while the
+//     prepared transaction is a cut (TxnPrepare.Cut, cut.go: a backup's, with no ops, never
+//     committed) every non-control batch is BatchBlocked. A write
 //     changes only the nodes of its key set, and a transaction op's outcome depends only on
 //     the nodes of its own keys (node and parent: existence, version, ACL, children, cversion)
 //     and the session's tombstone, which only closeSession adds; control batches carry only
@@ -162,9 +164,11 @@
 // # Sessions
 //
 // Ephemeral creates need a session (Op.Session != 0). OpCloseSession deletes the session's
-// ephemerals in this shard under one zxid and leaves a tombstone: later ephemeral creates for the
-// session fail with SESSIONEXPIRED, so a create proposed before the close but applied after it
-// cannot leak an ephemeral. Tombstones expire after 24 h of batch time. Session ids must not have
+// ephemerals in this shard under one zxid and leaves a tombstone (CloseSessionFence: the
+// tombstone alone, the first of the close's two rounds): later writes of the session in a
+// SessionFence batch, and ephemeral creates in any batch, fail with SESSIONEXPIRED, so a write
+// proposed before the close but applied after it cannot leak an ephemeral or land after the
+// session's ephemerals are gone. Tombstones expire after 24 h of batch time. Session ids must not have
 // 0xFF as top byte nor be math.MinInt64 (the TTL and container encodings of ephemeralOwner).
 //
 // OpSessionOwner records a session's ownership epoch (owner.go): afterwards every write of the
