@@ -83,3 +83,22 @@ func (d *stateFillingLogDB) RemoveNodeData(shardID, replicaID uint64) error {
 	d.mu.Unlock()
 	return d.ILogDB.RemoveNodeData(shardID, replicaID)
 }
+
+// tanWriteBuffer is the size of each of tan's encoding buffers (config.LogDBConfig's
+// KVWriteBufferSize; tan allocates 16 of them, one per Raft shard id below 17, when the log store
+// opens, and encodes one saved update into its shard's buffer, or into a new slice when the
+// update is larger). dragonboat's small-memory configuration makes them 16 MiB: 256 MiB of heap
+// that is never touched beyond the largest update (RSS stays small) but that the collector counts
+// as live, so with GOGC=100 it let the heap grow 256 MiB further before each collection. A
+// Raft round's update is far below 1 MiB (replication messages are bounded to
+// corral.raftMessageBytes, 1 MiB by default); a larger one costs one allocation. See
+// docs/benchmarks.md, "Memory per znode".
+const tanWriteBuffer = 1 << 20
+
+// logDBConfig is the log store configuration: dragonboat's small-memory one with tan's
+// encoding buffers at tanWriteBuffer. tan reads no other field of it.
+func logDBConfig() config.LogDBConfig {
+	c := config.GetSmallMemLogDBConfig()
+	c.KVWriteBufferSize = tanWriteBuffer
+	return c
+}
