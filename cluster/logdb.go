@@ -25,6 +25,9 @@ import (
 type stateFillingFactory struct {
 	inner config.LogDBFactory
 	tail  *atomic.Pointer[tailCache] // set to the tail cache Create makes (for metrics); may be nil
+	// tailBytes is the tail cache's budget per replica (corral.raftTailBytes); 0 keeps only each
+	// replica's newest entry.
+	tailBytes uint64
 }
 
 // Create creates the inner log store and wraps it: empty States filled (below), and the newest
@@ -35,7 +38,7 @@ func (f stateFillingFactory) Create(cfg config.NodeHostConfig, cb config.LogDBCa
 	if err != nil {
 		return nil, err
 	}
-	c := newTailCache(newStateFillingLogDB(db), tailBudget)
+	c := newTailCache(newStateFillingLogDB(db), f.tailBytes)
 	if f.tail != nil {
 		f.tail.Store(c)
 	}
