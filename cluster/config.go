@@ -92,6 +92,10 @@ type Config struct {
 	// RaftMessageBytes bounds the entry bytes of one Raft replication message
 	// (corral.raftMessageBytes; dragonboat's own bound is 64 MiB). See raftmsg.go.
 	RaftMessageBytes uint64
+	// RaftTailBytes bounds the newest Raft log entries kept in memory per replica for a
+	// leader's catch-up reads (corral.raftTailBytes; logcache.go). Each replica of the server
+	// holds up to this much once its log is that long, whatever the number of znodes.
+	RaftTailBytes uint64
 	// CheckQuorum makes a Raft leader step down when it has not heard from a quorum for an
 	// election timeout (corral.checkQuorum; default true, docs/design.md §15).
 	CheckQuorum bool
@@ -150,6 +154,7 @@ func DefaultConfig() Config {
 		SnapshotEntries:  20000,
 		RaftQueueBytes:   64 << 20,
 		RaftMessageBytes: 1 << 20,
+		RaftTailBytes:    tailBudget,
 		CheckQuorum:      true,
 		TLS:              tlsconf.Defaults(),
 		QuorumTLS:        tlsconf.QuorumDefaults(),
@@ -388,6 +393,8 @@ func (c *Config) set(k, v string, minST, maxST *time.Duration) error {
 		c.RaftQueueBytes, err = atLeast(1 << 20)
 	case k == "corral.raftMessageBytes":
 		c.RaftMessageBytes, err = atLeast(64 << 10)
+	case k == "corral.raftTailBytes":
+		c.RaftTailBytes, err = atLeast(0)
 	case k == "corral.rttMs":
 		c.RTT, err = ms()
 	case k == "corral.checkQuorum":

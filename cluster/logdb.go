@@ -25,6 +25,9 @@ import (
 type stateFillingFactory struct {
 	inner config.LogDBFactory
 	tail  *atomic.Pointer[tailCache] // set to the tail cache Create makes (for metrics); may be nil
+	// tailBytes is the tail cache's budget per replica (corral.raftTailBytes); 0 keeps only each
+	// replica's newest entry.
+	tailBytes uint64
 }
 
 // Create creates the inner log store and wraps it: empty States filled (below), and the newest
@@ -35,7 +38,7 @@ func (f stateFillingFactory) Create(cfg config.NodeHostConfig, cb config.LogDBCa
 	if err != nil {
 		return nil, err
 	}
-	c := newTailCache(newStateFillingLogDB(db), tailBudget)
+	c := newTailCache(newStateFillingLogDB(db), f.tailBytes)
 	if f.tail != nil {
 		f.tail.Store(c)
 	}
@@ -82,4 +85,23 @@ func (d *stateFillingLogDB) RemoveNodeData(shardID, replicaID uint64) error {
 	delete(d.last, [2]uint64{shardID, replicaID})
 	d.mu.Unlock()
 	return d.ILogDB.RemoveNodeData(shardID, replicaID)
+}
+
+// tanWriteBuffer is the size of each of tan's encoding buffers (config.LogDBConfig's
+// KVWriteBufferSize; tan allocates 16 of them, one per Raft shard id below 17, when the log store
+// opens, and encodes one saved update into its shard's buffer, or into a new slice when the
+// update is larger). dragonboat's small-memory configuration makes them 16 MiB: 256 MiB of heap
+// that is never touched beyond the largest update (RSS stays small) but that the collector counts
+// as live, so with GOGC=100 it let the heap grow 256 MiB further before each collection. A
+// Raft round's update is far below 1 MiB (replication messages are bounded to
+// corral.raftMessageBytes, 1 MiB by default); a larger one costs one allocation. See
+// docs/benchmarks.md, "Memory per znode".
+const tanWriteBuffer = 1 << 20
+
+// logDBConfig is the log store configuration: dragonboat's small-memory one with tan's
+// encoding buffers at tanWriteBuffer. tan reads no other field of it.
+func logDBConfig() config.LogDBConfig {
+	c := config.GetSmallMemLogDBConfig()
+	c.KVWriteBufferSize = tanWriteBuffer
+	return c
 }

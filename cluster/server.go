@@ -156,7 +156,7 @@ func (s *Server) startRaft() error {
 		// quarter of a write-heavy server's CPU compacting the Raft log (docs/storage.md).
 		// raftnet: dragonboat's framing, but a restarted peer's stale links are replaced
 		// instead of tripping dragonboat's per-peer circuit breaker (raftnet/doc.go).
-		Expert: config.ExpertConfig{LogDB: config.GetSmallMemLogDBConfig(), LogDBFactory: stateFillingFactory{inner: tan.Factory, tail: &s.logTail},
+		Expert: config.ExpertConfig{LogDB: logDBConfig(), LogDBFactory: stateFillingFactory{inner: tan.Factory, tail: &s.logTail, tailBytes: cfg.RaftTailBytes},
 			TransportFactory: raftnet.Factory{Log: s.log, TLS: s.startQuorumTLS()}},
 		RaftEventListener:   leaderListener{s},
 		EnableMetrics:       true,

@@ -297,8 +297,15 @@ func (c *conn) replyAtDecision(g *writeGroup, zxid int64, results []wire.MultiRe
 }
 
 // groupApplied closes g.applied once g's predecessor is applied (or the connection closed).
+// It then drops g's links to earlier groups: every group points at the one before it, and a
+// connection's groups would otherwise form one chain, kept whole (writes, bodies, reply frames,
+// commits) by whatever still referenced its newest group; 200,000 grouped creates on one
+// session kept about 140 MB (docs/benchmarks.md, "Memory per znode"). Only g's own goroutine
+// reads g.prev and g.after once g has started (joinGroup sets them before), and this is its
+// last step.
 func (c *conn) groupApplied(g *writeGroup) {
 	c.waitGroupApplied(g.prev)
+	g.prev, g.after = nil, nil
 	close(g.applied)
 }
 

@@ -2,6 +2,7 @@ package shard
 
 import (
 	"fmt"
+	"runtime"
 	"testing"
 
 	sm "github.com/lni/dragonboat/v4/statemachine"
@@ -56,4 +57,47 @@ func BenchmarkMachineUpdate(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(b.N*64)/b.Elapsed().Seconds(), "ops/s")
+}
+
+// BenchmarkTreeBytesPerZnode reports the Go heap the in-memory state holds per znode: the live
+// heap after a collection, with 200,000 znodes of 100 B created round-robin under 8 top-level
+// parents (the load of `corral bench matrix` row 10; 20,000 with -short), minus the live heap
+// before, divided by the znodes. It covers the tree (nodes, keys, data, btree), its indexes
+// and the proposer table; not Raft, pebble or the server (docs/benchmarks.md, "Memory per
+// znode"). Run it once: go test -run '^$' -bench TreeBytesPerZnode -benchtime 1x ./shard/
+func BenchmarkTreeBytesPerZnode(b *testing.B) {
+	n := 200_000
+	if testing.Short() {
+		n = 20_000
+	}
+	data := make([]byte, 100)
+	for i := 0; i < b.N; i++ {
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		s := NewState(StateConfig{OwnsRoot: true})
+		var ops []Op
+		for p := 0; p < 8; p++ {
+			ops = append(ops, opCreate(fmt.Sprintf("/bulk-%d", p), nil, 0))
+		}
+		seq := uint64(1)
+		s.Apply(batch(1, seq, 0, ops...))
+		for j := 0; j < n; j += 64 {
+			ops = ops[:0]
+			for k := j; k < j+64 && k < n; k++ {
+				ops = append(ops, opCreate(fmt.Sprintf("/bulk-%d/n-%d", k%8, k), data, 0))
+			}
+			seq++
+			if res, _ := s.Apply(batch(1, seq, 0, ops...)); res.Status != BatchApplied {
+				b.Fatalf("batch %d: %v", seq, res.Status)
+			}
+		}
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		if got := s.tree.countDescendants(""); got != n+8+3 {
+			b.Fatalf("%d nodes, want %d", got, n+8+3)
+		}
+		b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/float64(n), "B/znode")
+		runtime.KeepAlive(s)
+	}
 }
