@@ -89,14 +89,16 @@ func writeFrame(nc net.Conn, method uint16, payload []byte, tls bool) error {
 }
 
 // readFrame waits, without a deadline, for the next frame's magic number, then reads the rest
-// of the frame within readGrace (plus a second per MiB) and checks it. buf is reused when the
-// payload fits. It returns errPoison for the poison.
-func readFrame(nc net.Conn, buf []byte, tls bool) (method uint16, payload []byte, err error) {
+// of the frame within readGrace (plus a second per MiB) and checks it. It reads through r, a
+// buffered reader of nc (so a frame, or several that arrived together, costs one read system
+// call instead of three), and sets the deadlines on nc. buf is reused when the payload fits.
+// It returns errPoison for the poison.
+func readFrame(nc net.Conn, r io.Reader, buf []byte, tls bool) (method uint16, payload []byte, err error) {
 	var p [prefixSize]byte
 	if err := nc.SetReadDeadline(time.Time{}); err != nil {
 		return 0, nil, err
 	}
-	if _, err := io.ReadFull(nc, p[:2]); err != nil {
+	if _, err := io.ReadFull(r, p[:2]); err != nil {
 		return 0, nil, err
 	}
 	if p[0] == poison[0] && p[1] == poison[1] {
@@ -108,7 +110,7 @@ func readFrame(nc net.Conn, buf []byte, tls bool) (method uint16, payload []byte
 	if err := nc.SetReadDeadline(time.Now().Add(readGrace)); err != nil {
 		return 0, nil, err
 	}
-	if _, err := io.ReadFull(nc, p[2:]); err != nil {
+	if _, err := io.ReadFull(r, p[2:]); err != nil {
 		return 0, nil, err
 	}
 	method, size, pcrc, err := parseHeader(p[2:])
@@ -123,7 +125,7 @@ func readFrame(nc net.Conn, buf []byte, tls bool) (method uint16, payload []byte
 	if err := nc.SetReadDeadline(time.Now().Add(readGrace + time.Duration(size>>20)*time.Second)); err != nil {
 		return 0, nil, err
 	}
-	if _, err := io.ReadFull(nc, payload); err != nil {
+	if _, err := io.ReadFull(r, payload); err != nil {
 		return 0, nil, err
 	}
 	if !tls && crc32.ChecksumIEEE(payload) != pcrc {

@@ -1,6 +1,7 @@
 package raftnet
 
 import (
+	"bufio"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -30,6 +31,9 @@ const (
 	keepCount   = 3               // and the link is dead after keepCount unanswered
 	recvBufSize = 2<<20 + 128<<10 // a reader's reusable payload buffer: one snapshot chunk
 	sendBufSize = 256 << 10       // a sender's reusable marshalling buffer
+	// readAheadSize is a reader's socket buffer: frames of small batches that arrive together
+	// are read with one system call (a larger payload is read straight into its buffer).
+	readAheadSize = 64 << 10
 )
 
 // Factory creates the transport for a NodeHost; set it as
@@ -180,8 +184,9 @@ func (t *Transport) serve(nc net.Conn) {
 		t.wg.Done()
 	}()
 	buf := make([]byte, recvBufSize)
+	br := bufio.NewReaderSize(nc, readAheadSize)
 	for {
-		method, payload, err := readFrame(nc, buf, t.tls)
+		method, payload, err := readFrame(nc, br, buf, t.tls)
 		switch {
 		case errors.Is(err, errPoison):
 			nc.SetWriteDeadline(time.Now().Add(writeGrace))
