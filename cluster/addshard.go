@@ -56,7 +56,7 @@ type addedState struct {
 
 // shardHooks connects the router to this server: the proposers of a shard handle the router
 // adds at run time, and the start of an added shard's replica.
-func (s *Server) shardHooks() router.ShardHooks {
+func (s *Node) shardHooks() router.ShardHooks {
 	s.added.wake = make(chan struct{}, 1)
 	return router.ShardHooks{
 		Proposers: s.makeProposers,
@@ -74,14 +74,14 @@ func (s *Server) shardHooks() router.ShardHooks {
 
 // makeProposers creates a data shard's proposer and control proposer. Both exist before the
 // shard's replica starts: the leader listener may call them.
-func (s *Server) makeProposers(sh *router.Shard) {
+func (s *Node) makeProposers(sh *router.Shard) {
 	sh.Taps = shard.NewTaps()
 	sh.Proposer = router.NewProposer(sh.ID, s.proposeFunc(sh.ID), router.ProposerOptions{Log: s.log, Metrics: s.added.metrics, Quota: s.quotaMode, Taps: sh.Taps})
 	sh.Control = router.NewProposer(sh.ID, s.proposeFunc(sh.ID), router.ProposerOptions{Log: s.log, Metrics: s.added.metrics, Control: true, Quota: s.quotaMode})
 }
 
 // startDataShard starts this server's replica of a data shard.
-func (s *Server) startDataShard(id uint64, tag uint8, ownsRoot bool, initial map[uint64]dragonboat.Target, join bool) error {
+func (s *Node) startDataShard(id uint64, tag uint8, ownsRoot bool, initial map[uint64]dragonboat.Target, join bool) error {
 	scfg := shard.Config{ShardID: id, Tag: tag, OwnsRoot: ownsRoot,
 		Dir: filepath.Join(s.cfg.DataDir, "corral", "shards", fmt.Sprintf("%d", id)), ExtendedTypes: s.cfg.ExtendedTypes,
 		ApplyDelayPerOp: s.cfg.testing.ApplyDelay, Listener: shardListener{s}, Logger: s.log.With("shard", id)}
@@ -112,7 +112,7 @@ func bootstrapAdded(nh *dragonboat.NodeHost, cfg *Config, rec shard.AddedShard) 
 // runShardStarter starts the replicas of added shards the router learned of, one after the
 // other, until the server stops (s.ctx; Close waits for it through s.wg). A start that fails is
 // tried again a second later.
-func (s *Server) runShardStarter() {
+func (s *Node) runShardStarter() {
 	defer s.wg.Done()
 	for {
 		select {
@@ -145,7 +145,7 @@ func (s *Server) runShardStarter() {
 }
 
 // startAdded starts this server's replica of an added shard.
-func (s *Server) startAdded(rec shard.AddedShard) error {
+func (s *Node) startAdded(rec shard.AddedShard) error {
 	initial, join := bootstrapAdded(s.nh, &s.cfg, rec)
 	err := s.startDataShard(rec.ID, rec.Tag, false, initial, join)
 	if err != nil && !errors.Is(err, dragonboat.ErrShardAlreadyExist) {
@@ -163,7 +163,7 @@ func (s *Server) startAdded(rec shard.AddedShard) error {
 }
 
 // addedStarted returns the record of an added shard whose replica this server started.
-func (s *Server) addedStarted(id uint64) (shard.AddedShard, bool) {
+func (s *Node) addedStarted(id uint64) (shard.AddedShard, bool) {
 	s.added.mu.Lock()
 	defer s.added.mu.Unlock()
 	rec, ok := s.added.mu.started[id]
@@ -173,7 +173,7 @@ func (s *Server) addedStarted(id uint64) (shard.AddedShard, bool) {
 // runningShards returns the ids of the data shards whose replicas this server runs: those of the
 // first start and the added ones it started (the router may know an added shard whose replica
 // is not started yet).
-func (s *Server) runningShards() []uint64 {
+func (s *Node) runningShards() []uint64 {
 	initial := s.router.InitialShards()
 	var out []uint64
 	for _, sh := range s.router.Shards() {
@@ -191,7 +191,7 @@ func (s *Server) runningShards() []uint64 {
 // of data shards the caller believes exist: when it is stale (a retried request that did add
 // a shard, or another add) nothing is added and ErrAddShardRefused is returned. The new shard
 // serves nothing until a subtree is moved onto it (placement never hashes onto it).
-func (s *Server) AddShard(ctx context.Context, expect int) (shard.AddedShard, error) {
+func (s *Node) AddShard(ctx context.Context, expect int) (shard.AddedShard, error) {
 	root := s.router.Root()
 	for {
 		// The local view must be current: the record's id and tag, and the count the root
@@ -243,7 +243,7 @@ func (s *Server) AddShard(ctx context.Context, expect int) (shard.AddedShard, er
 
 // waitShardServing waits until this server runs a replica of the data shard, the replica has
 // opened and the shard has a leader.
-func (s *Server) waitShardServing(ctx context.Context, id uint64) error {
+func (s *Node) waitShardServing(ctx context.Context, id uint64) error {
 	t := time.NewTicker(10 * time.Millisecond)
 	defer t.Stop()
 	for {
@@ -288,7 +288,7 @@ func describeAdded(rec shard.AddedShard) string {
 // tag=T voters=... nonvoting=..."; 409 when refused, 500 when the outcome is unknown) and GET
 // /shards/list (one line per data shard: id, tag, whether it was added online, whether this
 // server runs it, its leader).
-func (s *Server) serveShardsAdmin(w http.ResponseWriter, r *http.Request) {
+func (s *Node) serveShardsAdmin(w http.ResponseWriter, r *http.Request) {
 	switch strings.TrimPrefix(r.URL.Path, "/shards/") {
 	case "list":
 		if r.Method != http.MethodGet {
@@ -346,7 +346,7 @@ func addShardParams(w http.ResponseWriter, r *http.Request) (context.Context, co
 }
 
 // addShardFailed answers a failed add: 409 when refused (nothing changed), 500 otherwise.
-func addShardFailed(w http.ResponseWriter, s *Server, err error) {
+func addShardFailed(w http.ResponseWriter, s *Node, err error) {
 	code := http.StatusInternalServerError
 	if errors.Is(err, ErrAddShardRefused) {
 		code = http.StatusConflict
@@ -356,7 +356,7 @@ func addShardFailed(w http.ResponseWriter, s *Server, err error) {
 }
 
 // shardsText is the /shards/list page.
-func (s *Server) shardsText() string {
+func (s *Node) shardsText() string {
 	added := map[uint64]shard.AddedShard{}
 	for _, rec := range s.router.AddedShards() {
 		added[rec.ID] = rec
@@ -381,7 +381,7 @@ func (s *Server) shardsText() string {
 
 // registerShardGauges exports a shard's leader gauges (once per shard; a second call is a
 // no-op).
-func (s *Server) registerShardGauges(id uint64) {
+func (s *Node) registerShardGauges(id uint64) {
 	labels := prometheus.Labels{"shard": fmt.Sprint(id)}
 	for _, c := range []prometheus.Collector{
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "corral_shard_has_leader", ConstLabels: labels,
@@ -415,7 +415,7 @@ func (s *Server) registerShardGauges(id uint64) {
 // view). The router can know an added shard before its replica starts (a route to it arrived
 // before the root shard's record); a catch-up there waits for the replica instead of failing.
 // Other shards, and shards already open, return at once.
-func (s *Server) waitOpened(ctx context.Context, shardID uint64) error {
+func (s *Node) waitOpened(ctx context.Context, shardID uint64) error {
 	sh := s.router.Shard(shardID)
 	if sh == nil || sh.View() != nil {
 		return nil
@@ -434,7 +434,7 @@ func (s *Server) waitOpened(ctx context.Context, shardID uint64) error {
 }
 
 // stopProposers stops every data shard's proposers (idempotent).
-func (s *Server) stopProposers() {
+func (s *Node) stopProposers() {
 	if s.router == nil {
 		return
 	}
@@ -450,7 +450,7 @@ func (s *Server) stopProposers() {
 
 // startedAdded returns the records of the added shards whose replicas this server started, by
 // id.
-func (s *Server) startedAdded() []shard.AddedShard {
+func (s *Node) startedAdded() []shard.AddedShard {
 	s.added.mu.Lock()
 	defer s.added.mu.Unlock()
 	out := make([]shard.AddedShard, 0, len(s.added.mu.started))

@@ -16,7 +16,7 @@ import (
 // blocks) from the listener, on the apply goroutine, in apply order. Entries a replica applies
 // before the client port opens (a restart's replay, the catch-up before serving) have no line:
 // the log is not open yet.
-type shardListener struct{ s *Server }
+type shardListener struct{ s *Node }
 
 // Applied implements shard.Listener.
 func (l shardListener) Applied(shardID uint64, v *shard.View, events []shard.Event) {

@@ -28,7 +28,7 @@ const CutStallHeader = "X-Corral-Cut-Stall"
 // The adminauth guard asks for an operator (the file holds every znode, whatever its ACL).
 // A failure after the first byte leaves the file without its trailer, which a reader refuses.
 // Each request is counted and its cut timed (backup_metrics.go).
-func (s *Server) serveBackup(w http.ResponseWriter, r *http.Request) {
+func (s *Node) serveBackup(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodGet {
 		http.Error(w, "GET /backup", http.StatusMethodNotAllowed)
 		return
@@ -154,7 +154,7 @@ func backupNode(n shard.NodeInfo) *backupfile.Node {
 // raiseClocks moves every data shard's zxid clock past the largest zxid lines set (an OpSetStat
 // of no znode, shard.ClockBody), so that no later write on any shard gets a zxid below a
 // restored or imported one (docs/design.md §1).
-func (s *Server) raiseClocks(ctx context.Context, lines []StatLine) error {
+func (s *Node) raiseClocks(ctx context.Context, lines []StatLine) error {
 	var top int64
 	for i := range lines {
 		top = max(top, lines[i].Czxid, lines[i].Mzxid, lines[i].Pzxid)

@@ -31,7 +31,7 @@ type balanceState struct {
 // balanceRounds is how many consecutive rounds an imbalance must persist before a transfer.
 const balanceRounds = 4
 
-func (s *Server) balanceOnce() {
+func (s *Node) balanceOnce() {
 	b := &s.balance
 	if b.avoid == nil {
 		b.avoid = map[uint64]time.Time{}

@@ -1,7 +1,13 @@
-// Package cluster owns one Corral server process: its configuration (a standard zoo.cfg plus
-// corral.* keys), the dragonboat NodeHost and the replicas it runs (the meta shard holding the
-// session table, and the data shards holding the znode tree), the wiring between router,
+// Package cluster owns one Corral server process, a Node: its configuration (a standard zoo.cfg
+// plus corral.* keys), the dragonboat NodeHost and the replicas it runs (the meta shard holding
+// the session table, and the data shards holding the znode tree), the wiring between router,
 // session manager, watch hub and client port, the admin HTTP server, and orderly shutdown.
+// (package server's Server is only the protocol front end on the client port.)
+//
+// Files by concern: config.go (zoo.cfg), server.go (Node, Start, Close), raft.go (NodeHost,
+// replicas, proposals, catch-up rounds, leader listener), clientport.go, admin.go (admin HTTP and
+// gauges), membership.go, addshard.go, balance.go, move.go, backup.go and restore.go, tls.go,
+// logdb.go and logcache.go (the Raft log store), loops.go (background loops).
 //
 // Shard ids: the meta shard is 1; the data shards of the first start are 2..N+1 and carry zxid
 // tags 1..N; data shards added online (addshard.go, docs/design.md §12) take the next ids and
@@ -15,8 +21,8 @@
 //
 // Start blocks until every shard it knows of — added ones included — has a leader, a published
 // view and has caught up, so a server that accepts clients can serve them. Goroutines: the
-// background loops (Server.every: replica freshness, membership, format level, transaction
-// recovery, container expiry, leader balancing), the shard starter, the client port and the admin server; each runs until the
-// server's context ends and is in its wait group. Close stops the client port first, then the
+// background loops (Node.every: replica freshness, membership, format level, transaction
+// recovery, container expiry, leader balancing), the shard starter, the client port and the
+// admin server; each runs until the server's context ends and is in its wait group. Close stops the client port first, then the
 // proposers and loops, then the NodeHost, and waits for every goroutine it started.
 package cluster

@@ -16,7 +16,7 @@ const maxContainerDeletesPerRun = 10000
 // expireContainersOnce proposes, on the shards this server leads, the deletion of empty
 // containers and expired TTL nodes every ContainerCheck interval. The shard re-checks each
 // candidate in apply (with the batch's stamped time), so a stale candidate is refused there.
-func (s *Server) expireContainersOnce() {
+func (s *Node) expireContainersOnce() {
 	for _, sh := range s.router.Shards() {
 		if !s.leads(sh.ID) {
 			continue
@@ -42,7 +42,7 @@ func (s *Server) expireContainersOnce() {
 // shard than "/": a cross-shard transaction (the node and the root shard's child entry) with no
 // ACL check, conditional on the version the candidate had, so a node changed since the scan
 // stays.
-func (s *Server) expireMountPoint(v *shard.View, path string) {
+func (s *Node) expireMountPoint(v *shard.View, path string) {
 	n, ok := v.Get(path)
 	if !ok {
 		return

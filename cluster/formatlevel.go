@@ -15,7 +15,7 @@ import (
 // announces the level its binary reads when the session table does not hold that yet (first
 // start, or a start on another binary), and the meta leader raises the active level once every
 // member of every shard announced more (format.Next). Runs every membershipInterval.
-func (s *Server) formatLevelOnce() {
+func (s *Node) formatLevelOnce() {
 	if l, ok := s.table.Announced()[s.cfg.MyID]; !ok || l != format.Supported {
 		ctx, cancel := context.WithTimeout(s.ctx, 2*metaAttempt)
 		defer cancel()
@@ -55,7 +55,7 @@ func (s *Server) formatLevelOnce() {
 
 // memberIDs returns every server that holds a replica of any shard (voting or not), each
 // shard's membership read linearizably.
-func (s *Server) memberIDs(ctx context.Context) ([]uint64, error) {
+func (s *Node) memberIDs(ctx context.Context) ([]uint64, error) {
 	ids := map[uint64]bool{}
 	for _, shardID := range s.allShards() {
 		m, err := s.shardMembership(ctx, shardID)
@@ -73,7 +73,7 @@ func (s *Server) memberIDs(ctx context.Context) ([]uint64, error) {
 
 // formatLevelText is the format line of GET /members: the active level and each server's
 // announcement.
-func (s *Server) formatLevelText() string {
+func (s *Node) formatLevelText() string {
 	announced := s.table.Announced()
 	parts := make([]string, 0, len(announced))
 	for _, id := range slices.Sorted(maps.Keys(announced)) {

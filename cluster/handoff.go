@@ -18,7 +18,7 @@ const handOffTimeout = 3 * time.Second
 // shards' writes then wait for one leader transfer instead of an election timeout, which is
 // what a rolling restart costs the clients. The server keeps serving meanwhile: its
 // proposals go to the new leaders. It returns the number of shards it moved.
-func (s *Server) HandOffLeadership(ctx context.Context) int {
+func (s *Node) HandOffLeadership(ctx context.Context) int {
 	ctx, cancel := context.WithTimeout(ctx, handOffTimeout)
 	defer cancel()
 	voters := s.shardVoters()

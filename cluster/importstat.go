@@ -54,7 +54,7 @@ const maxStatLines = 100_000
 // is below 3 (a server of an older version could not apply the op), or below 5 for a line of
 // "/" (shard.SetStat.Root). Once the lines are applied, every data shard's clock is moved past
 // the largest zxid they set (raiseClocks).
-func (s *Server) serveImportStats(w http.ResponseWriter, r *http.Request) {
+func (s *Node) serveImportStats(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost {
 		http.Error(w, "POST /import/stats with one JSON object per line: {\"path\":..., \"czxid\":..., ...}", http.StatusMethodNotAllowed)
 		return
@@ -104,7 +104,7 @@ func (s *Server) serveImportStats(w http.ResponseWriter, r *http.Request) {
 
 // setStats proposes an OpSetStat per line on the shard that serves its path and waits for all.
 // A line its shard sends back because its subtree moved meanwhile is routed again.
-func (s *Server) setStats(ctx context.Context, lines []StatLine) StatResult {
+func (s *Node) setStats(ctx context.Context, lines []StatLine) StatResult {
 	var mu sync.Mutex
 	var res StatResult
 	var wg sync.WaitGroup
@@ -153,7 +153,7 @@ func (s *Server) setStats(ctx context.Context, lines []StatLine) StatResult {
 
 // atLevel reports whether the ensemble's format level is at least lvl; if not, it answers 409
 // saying that what needs it.
-func (s *Server) atLevel(w http.ResponseWriter, lvl format.Level, what string) bool {
+func (s *Node) atLevel(w http.ResponseWriter, lvl format.Level, what string) bool {
 	if active := s.table.Level(); active < lvl {
 		http.Error(w, fmt.Sprintf("the ensemble runs format %s; %s needs %s: upgrade every server first (docs/operations.md \"Upgrading\")",
 			active, what, lvl), http.StatusConflict)

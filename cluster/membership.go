@@ -59,7 +59,7 @@ func (m *memberState) removedC() chan struct{} {
 // Removed is closed once every replica of this server has been removed from its shard's
 // membership (POST /members/remove): the server has closed its client port and has nothing left
 // to do; `corral server` exits.
-func (s *Server) Removed() <-chan struct{} { return s.members.removedC() }
+func (s *Node) Removed() <-chan struct{} { return s.members.removedC() }
 
 // bootstrap returns StartReplica's initialMembers and join arguments for shardID. A replica this
 // NodeHost has run before restarts from its log (nil, false). A server that was never started
@@ -84,7 +84,7 @@ func bootstrap(nh *dragonboat.NodeHost, cfg *Config, shardID uint64) (map[uint64
 // allShards returns the meta shard's id followed by the ids of the data shards this server runs
 // a replica of: those of the first start and those added online whose replica it started
 // (addshard.go), so membership changes, the balancer and the removal check see added shards.
-func (s *Server) allShards() []uint64 { return append([]uint64{MetaShardID}, s.runningShards()...) }
+func (s *Node) allShards() []uint64 { return append([]uint64{MetaShardID}, s.runningShards()...) }
 
 // MemberChange is what one membership request did to one shard.
 type MemberChange struct {
@@ -118,7 +118,7 @@ type memberDecision func(m *dragonboat.Membership) (result, detail string, chang
 // a change succeeds, the decision needs none (or refuses), or ctx ends. Reading first makes every request idempotent: a
 // request that timed out after it was applied, was rejected because another change came first,
 // or was lost with a leader, is simply looked at again.
-func (s *Server) changeShard(ctx context.Context, shardID uint64, decide memberDecision) MemberChange {
+func (s *Node) changeShard(ctx context.Context, shardID uint64, decide memberDecision) MemberChange {
 	out := MemberChange{Shard: shardID}
 	for {
 		m, err := s.shardMembership(ctx, shardID)
@@ -157,7 +157,7 @@ func (s *Server) changeShard(ctx context.Context, shardID uint64, decide memberD
 
 // shardMembership reads a shard's membership linearizably (a ReadIndex), retrying attempts lost
 // with a leader.
-func (s *Server) shardMembership(ctx context.Context, shardID uint64) (*dragonboat.Membership, error) {
+func (s *Node) shardMembership(ctx context.Context, shardID uint64) (*dragonboat.Membership, error) {
 	var m *dragonboat.Membership
 	err := s.retryAttempts(ctx, shardID, func(actx context.Context) error {
 		var err error
@@ -187,13 +187,13 @@ func forShards[T any](ids []uint64, f func(shardID uint64) T) []T {
 // promoted. The server itself must run with a zoo.cfg that says the same (corral.join=true for a
 // voter; peerType=observer for an observer): dragonboat panics on a replica started as a voter
 // that finds itself non-voting.
-func (s *Server) AddMember(ctx context.Context, id uint64, raftAddr string, observer bool) []MemberChange {
+func (s *Node) AddMember(ctx context.Context, id uint64, raftAddr string, observer bool) []MemberChange {
 	return forShards(s.allShards(), func(shardID uint64) MemberChange {
 		return s.changeShard(ctx, shardID, s.decideAdd(shardID, id, raftAddr, observer))
 	})
 }
 
-func (s *Server) decideAdd(shardID, id uint64, addr string, observer bool) memberDecision {
+func (s *Node) decideAdd(shardID, id uint64, addr string, observer bool) memberDecision {
 	role := "voter"
 	if observer {
 		role = "non-voting"
@@ -237,7 +237,7 @@ func (s *Server) decideAdd(shardID, id uint64, addr string, observer bool) membe
 // handed to another voter, so its writes pause for a leader transfer rather than an election.
 // Dragonboat stops a replica once it applies its own removal, and the removed id can never be
 // added back (checkRemoved says what the removed server does).
-func (s *Server) RemoveMember(ctx context.Context, id uint64) []MemberChange {
+func (s *Node) RemoveMember(ctx context.Context, id uint64) []MemberChange {
 	return forShards(s.allShards(), func(shardID uint64) MemberChange {
 		return s.changeShard(ctx, shardID, func(m *dragonboat.Membership) (string, string, memberChangeFunc, error) {
 			if _, ok := m.Removed[id]; ok {
@@ -271,7 +271,7 @@ func (s *Server) RemoveMember(ctx context.Context, id uint64) []MemberChange {
 // load is most of the time; the leader then gives the transfer up after an election timeout
 // (dropping proposals meanwhile) and does not retry. The next attempt usually succeeds: while a
 // transfer is pending no new entries arrive, so the target has applied everything.
-func (s *Server) leadershipAway(ctx context.Context, shardID, id uint64, voters map[uint64]string, done string) {
+func (s *Node) leadershipAway(ctx context.Context, shardID, id uint64, voters map[uint64]string, done string) {
 	if lid, _, ok, err := s.nh.GetLeaderID(shardID); err != nil || !ok || lid != id {
 		return
 	}
@@ -299,7 +299,7 @@ func (s *Server) leadershipAway(ctx context.Context, shardID, id uint64, voters 
 
 // transferWait is how long one leader transfer may take: dragonboat's leader gives a transfer
 // up after an election timeout (20 Raft ticks), and a new request before that is ignored.
-func (s *Server) transferWait() time.Duration {
+func (s *Node) transferWait() time.Duration {
 	rtt := s.cfg.RTT
 	if rtt <= 0 {
 		rtt = 10 * time.Millisecond // dragonboat's tick when none is configured (startRaft)
@@ -308,7 +308,7 @@ func (s *Server) transferWait() time.Duration {
 }
 
 // awaitLeaderOtherThan waits up to wait (within ctx) until the shard's leader is not id.
-func (s *Server) awaitLeaderOtherThan(ctx context.Context, shardID, id uint64, wait time.Duration) bool {
+func (s *Node) awaitLeaderOtherThan(ctx context.Context, shardID, id uint64, wait time.Duration) bool {
 	ctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
 	for ctx.Err() == nil {
@@ -322,7 +322,7 @@ func (s *Server) awaitLeaderOtherThan(ctx context.Context, shardID, id uint64, w
 
 // MembersText is the admin /members page: per shard the leader, the voters, the non-voting
 // replicas and the ids removed for good, as this server's replica reads them linearizably.
-func (s *Server) MembersText(ctx context.Context) (string, error) {
+func (s *Node) MembersText(ctx context.Context) (string, error) {
 	type line struct {
 		text string
 		err  error
@@ -367,7 +367,7 @@ func idList(m map[uint64]string) string {
 // serveMembers serves GET /members, POST /members/add?id=N&raft=host:port[&observer=1] and
 // POST /members/remove?id=N (optional timeout=<duration>, default 60s). A change answers one
 // MemberChange line per shard, status 200 when no shard failed, 500 otherwise.
-func (s *Server) serveMembers(w http.ResponseWriter, r *http.Request) {
+func (s *Node) serveMembers(w http.ResponseWriter, r *http.Request) {
 	timeout := 60 * time.Second
 	if v := r.URL.Query().Get("timeout"); v != "" {
 		d, err := time.ParseDuration(v)
@@ -434,7 +434,7 @@ func (s *Server) serveMembers(w http.ResponseWriter, r *http.Request) {
 }
 
 // membershipOnce is the membership duty, run every membershipInterval (Server.every).
-func (s *Server) membershipOnce() {
+func (s *Node) membershipOnce() {
 	s.addConfiguredObservers()
 	s.checkRemoved()
 }
@@ -444,7 +444,7 @@ func (s *Server) membershipOnce() {
 // non-voting replicas when it was added) to that shard. Every participant runs it, so whichever
 // leads a shard adds them; a pair (shard, observer) is looked at until it is settled: a
 // non-voting member, a voter (promoted online) or removed online (never added back).
-func (s *Server) addConfiguredObservers() {
+func (s *Node) addConfiguredObservers() {
 	for _, p := range s.cfg.AllPeers() {
 		if !p.Observer || p.ID == s.cfg.MyID {
 			continue
@@ -464,7 +464,7 @@ func (s *Server) addConfiguredObservers() {
 
 // settleObserver adds observer id (Raft address addr, named by source) as a non-voting replica
 // of the shard if this server leads it and the pair is not settled yet.
-func (s *Server) settleObserver(shardID, id uint64, addr, source string) {
+func (s *Node) settleObserver(shardID, id uint64, addr, source string) {
 	st := &s.members
 	key := [2]uint64{shardID, id}
 	if st.settled[key] || !s.leads(shardID) {
@@ -513,7 +513,7 @@ func sortedKeys[V any](m map[uint64]V) []uint64 {
 // longer serves clients (its view of that shard would go stale): it closes the client port and
 // stops its session manager, and its clients reconnect elsewhere with their sessions (as after a
 // crash). Once all are gone, Removed is closed.
-func (s *Server) checkRemoved() {
+func (s *Node) checkRemoved() {
 	st := &s.members
 	ids := s.allShards()
 	for _, id := range ids {
@@ -554,7 +554,7 @@ const removalGrace = 10 * time.Second
 // removalGrace since is counted as removed, and the server can finish leaving. Should the
 // removal really be incomplete on that shard, the server stops there as a member, which is what
 // an operator stopping it midway does: asking for the removal again completes it.
-func (s *Server) removedByPeersSilence(ids []uint64) {
+func (s *Node) removedByPeersSilence(ids []uint64) {
 	st := &s.members
 	if st.leaderless == nil {
 		st.leaderless = map[uint64]time.Time{}
@@ -590,7 +590,7 @@ func errRemovedAtStart(shardID uint64) error {
 // shardVoters returns, per shard this server runs a replica of, the voters and their Raft
 // addresses as this replica last applied them (a local read, no Raft round trip). A shard whose
 // replica has applied nothing yet is absent.
-func (s *Server) shardVoters() map[uint64]map[uint64]string {
+func (s *Node) shardVoters() map[uint64]map[uint64]string {
 	out := map[uint64]map[uint64]string{}
 	info := s.nh.GetNodeHostInfo(dragonboat.NodeHostInfoOption{SkipLogInfo: true})
 	if info == nil {

@@ -20,7 +20,7 @@ import (
 // path or shard; 409 when the move (or the add) is refused (nothing changed); 500 when its
 // outcome is unknown (recovery completes or aborts a move left prepared; ask again: a
 // completed move is then refused as "already there").
-func (s *Server) serveMove(w http.ResponseWriter, r *http.Request) {
+func (s *Node) serveMove(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost {
 		http.Error(w, "POST /move?path=/x&shard=N", http.StatusMethodNotAllowed)
 		return
@@ -76,7 +76,7 @@ func (s *Server) serveMove(w http.ResponseWriter, r *http.Request) {
 
 // ReroutedWrites returns how many client writes this server proposed again because a subtree
 // move sent them back (see server.Server.ReroutedWrites).
-func (s *Server) ReroutedWrites() int64 {
+func (s *Node) ReroutedWrites() int64 {
 	if srv := s.srvPtr.Load(); srv != nil {
 		return srv.ReroutedWrites()
 	}

@@ -10,12 +10,12 @@ import (
 // servePlacement writes the admin /placement page: per data shard this server's view of it
 // (znodes, last applied zxid, a transaction it holds prepared), then every top-level znode with
 // the shard that serves its subtree. Plain text, one record per line, for operators and scripts.
-func (s *Server) servePlacement(w http.ResponseWriter, _ *http.Request) {
+func (s *Node) servePlacement(w http.ResponseWriter, _ *http.Request) {
 	io.WriteString(w, s.PlacementText())
 }
 
 // PlacementText is the content of the admin /placement page.
-func (s *Server) PlacementText() string {
+func (s *Node) PlacementText() string {
 	var w strings.Builder
 	r := s.router
 	fmt.Fprintf(&w, "placement=%s root_shard=%d\n", r.Placement(), r.Root().ID)

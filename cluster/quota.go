@@ -26,7 +26,7 @@ func (c *Config) loadEnforceQuota(jvmFlags string) {
 // and the stats would differ between replicas), then counted, and enforced when
 // zookeeper.enforceQuota is set here. The router places /zookeeper/quota/<p> with <p> from the
 // same moment.
-func (s *Server) quotaMode() shard.QuotaMode {
+func (s *Node) quotaMode() shard.QuotaMode {
 	if s.table == nil || s.table.Level() < format.LevelQuota {
 		return shard.QuotaOff
 	}

@@ -77,7 +77,7 @@ const (
 )
 
 // serveRestore handles POST /restore (see above).
-func (s *Server) serveRestore(w http.ResponseWriter, r *http.Request) {
+func (s *Node) serveRestore(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost {
 		http.Error(w, "POST /restore with a backup file (corral backup, GET /backup) as the body", http.StatusMethodNotAllowed)
 		return
@@ -183,7 +183,7 @@ func receive(r io.Reader) (backupfile.Trailer, error) {
 
 // restoreSession opens a session on this server's plain client port (on loopback when it
 // listens on every address) and adds auth on it.
-func (s *Server) restoreSession(auth []string) (*zk.Conn, error) {
+func (s *Node) restoreSession(auth []string) (*zk.Conn, error) {
 	host := s.cfg.ClientPortAddress
 	if ip := net.ParseIP(host); host == "" || ip != nil && ip.IsUnspecified() {
 		host = "127.0.0.1"
@@ -250,7 +250,7 @@ type restore struct {
 	ctx  context.Context
 	conn *zk.Conn
 	conc int
-	s    *Server
+	s    *Node
 
 	phase atomic.Pointer[phaseName]
 	done  atomic.Int64 // znodes done in this phase

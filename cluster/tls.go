@@ -12,7 +12,7 @@ import (
 
 // loadTLS loads the secure client port's stores (secureClientPort), before anything else
 // starts, so that a bad store stops the server at once with the key at fault.
-func (s *Server) loadTLS() error {
+func (s *Node) loadTLS() error {
 	if s.cfg.QuorumTLS.Enabled() || s.cfg.AdminAuth.HTTPS() {
 		src, err := tlsconf.NewSource(s.cfg.QuorumTLS, s.log)
 		if err != nil {
@@ -34,7 +34,7 @@ func (s *Server) loadTLS() error {
 // listenClients opens the client port, the secure client port, or both: one listener that the
 // client server serves (the ports differ only in TLS). The secure port's reloader runs under
 // the server's context and wait group.
-func (s *Server) listenClients() (net.Listener, error) {
+func (s *Node) listenClients() (net.Listener, error) {
 	var ls []net.Listener
 	if s.cfg.ClientPort > 0 {
 		ln, err := net.Listen("tcp", s.cfg.ClientListenAddr())
@@ -63,7 +63,7 @@ func (s *Server) listenClients() (net.Listener, error) {
 }
 
 // SecureClientAddr is the secure client port's address ("" without secureClientPort).
-func (s *Server) SecureClientAddr() string {
+func (s *Node) SecureClientAddr() string {
 	if s.secureLn == nil {
 		return ""
 	}
@@ -73,7 +73,7 @@ func (s *Server) SecureClientAddr() string {
 // startQuorumTLS starts reloading the ssl.quorum.* stores (sslQuorumReloadCertFiles) under the
 // server's context and wait group, and returns the source Raft links use: nil unless
 // sslQuorum=true (the stores may serve the admin port alone).
-func (s *Server) startQuorumTLS() *tlsconf.Source {
+func (s *Node) startQuorumTLS() *tlsconf.Source {
 	if s.qtls == nil {
 		return nil
 	}
@@ -93,7 +93,7 @@ func (s *Server) startQuorumTLS() *tlsconf.Source {
 // 400 by net/http), HTTP and HTTPS on the one port with admin.portUnification (a connection
 // whose first byte starts a TLS record is HTTPS, tlsconf.UnifiedListener). It gives the HTTP
 // server a logger for failed handshakes.
-func (s *Server) adminTLS(ln net.Listener, hs *http.Server) net.Listener {
+func (s *Node) adminTLS(ln net.Listener, hs *http.Server) net.Listener {
 	a := s.cfg.AdminAuth
 	if !a.HTTPS() {
 		return ln

@@ -13,7 +13,7 @@ const txnRecoveryEvery = 200 * time.Millisecond
 // this server leads, a transaction still prepared after its deadline is resolved at its anchor
 // (the recorded decision wins; an undecided anchor aborts) and the outcome applied here, so no
 // shard stays blocked by a dead coordinator (docs/design.md, "Cross-shard transactions").
-func (s *Server) recoverTxnsOnce() {
+func (s *Node) recoverTxnsOnce() {
 	now := time.Now().UnixMilli()
 	for _, sh := range s.router.Shards() {
 		v := sh.View()

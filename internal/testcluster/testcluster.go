@@ -41,7 +41,7 @@ type Cluster struct {
 	peers   string // the server.N lines of the first start
 	cfgs    []cluster.Config
 	mu      sync.Mutex
-	servers []*cluster.Server
+	servers []*cluster.Node
 }
 
 // Start starts an ensemble and waits until every server accepts clients. It is closed by
@@ -80,7 +80,7 @@ func Start(t testing.TB, opts Options) *Cluster {
 		}
 		c.cfgs = append(c.cfgs, c.writeConfig(i, ports[i-1], c.peers, extra))
 	}
-	c.servers = make([]*cluster.Server, n)
+	c.servers = make([]*cluster.Node, n)
 	var wg sync.WaitGroup
 	errs := make([]error, n)
 	for i := range c.cfgs {
@@ -211,7 +211,7 @@ func (c *Cluster) Addrs() []string {
 func (c *Cluster) ConnectString() string { return strings.Join(c.Addrs(), ",") }
 
 // Server returns server i (0-based), nil if stopped.
-func (c *Cluster) Server(i int) *cluster.Server {
+func (c *Cluster) Server(i int) *cluster.Node {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.servers[i]

@@ -45,7 +45,7 @@ func everyShardSays(t *testing.T, body string, shards int, result string) {
 }
 
 // membership reads every shard's membership through server s.
-func membership(t *testing.T, s *cluster.Server, shards int) map[uint64]*memberSets {
+func membership(t *testing.T, s *cluster.Node, shards int) map[uint64]*memberSets {
 	t.Helper()
 	out := map[uint64]*memberSets{}
 	for id := uint64(1); id <= uint64(shards)+1; id++ {

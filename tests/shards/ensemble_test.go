@@ -63,7 +63,7 @@ type lag struct {
 type ensemble interface {
 	// Addrs returns the client addresses of all servers (running or not).
 	Addrs() []string
-	// Stop takes server i away for good: in process it is closed (cluster.Server.Close), a
+	// Stop takes server i away for good: in process it is closed (cluster.Node.Close), a
 	// process gets SIGKILL — a crash, which is what the tests that stop a server are about
 	// (the server does not get to finish what it was doing).
 	Stop(i int)
