@@ -97,10 +97,8 @@ func (s *Node) startRaft() error {
 		s.router.SetMounts(mounts)
 	}
 	s.router.SetSync(s.Sync)
-	for id, d := range cfg.testing.ApplyLag {
-		if sh := s.router.Shard(id); sh != nil {
-			sh.SetApplyLag(d)
-		}
+	if err := s.applyTestingKnobs(); err != nil {
+		return err
 	}
 	if err := setRaftMessageBytes(cfg.RaftMessageBytes); err != nil {
 		return err

@@ -7,6 +7,7 @@ import (
 	"os"
 
 	"github.com/corral/corral/internal/testknobs"
+	"github.com/corral/corral/shard"
 )
 
 // loadTestingKnobs reads the test knobs from the environment (a corraltesting build only; see
@@ -23,3 +24,16 @@ func (c *Config) loadTestingKnobs(log *slog.Logger) error {
 	}
 	return nil
 }
+
+// applyTestingKnobs gives the router's replicas their apply lags (before any replica starts).
+func (s *Node) applyTestingKnobs() error {
+	for id, d := range s.cfg.testing.ApplyLag {
+		if sh := s.router.Shard(id); sh != nil {
+			sh.SetApplyLag(d)
+		}
+	}
+	return nil
+}
+
+// shardTestingKnobs gives a data shard's replica its apply delay.
+func (s *Node) shardTestingKnobs(c *shard.Config) { c.SetApplyDelayPerOp(s.cfg.testing.ApplyDelay) }

@@ -6,7 +6,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/corral/corral/shard"
 )
@@ -36,10 +35,10 @@ type Shard struct {
 	mounted atomic.Bool // serves a subtree in the mount table
 	// routed is the last view whose routes (subtrees moved in or out) were merged into the
 	// mount table; only this shard's apply goroutine touches it.
-	routed *shard.View
-	lag    atomic.Int64 // test hook: nanoseconds every apply of this replica is held back
-	ready  chan struct{}
-	once   sync.Once
+	routed    *shard.View
+	testHooks shardTestHooks // test-only behaviours of corraltesting builds (testhooks.go)
+	ready     chan struct{}
+	once      sync.Once
 }
 
 // Tag returns the shard's zxid tag (0 for an added shard whose record this server has not
@@ -247,9 +246,7 @@ func (r *Router) LastZxid() int64 { return r.maxZxid.Load() }
 // Applied implements shard.Listener.
 func (r *Router) Applied(shardID uint64, v *shard.View, events []shard.Event) {
 	if s := r.Shard(shardID); s != nil {
-		if d := s.lag.Load(); d > 0 && len(events) > 0 {
-			time.Sleep(time.Duration(d))
-		}
+		s.testHooks.beforePublish(len(events))
 		if s == r.Root() {
 			r.learnAdded(v.AddedShards())
 		}
@@ -260,11 +257,6 @@ func (r *Router) Applied(shardID uint64, v *shard.View, events []shard.Event) {
 		s.publish(v, events)
 	}
 }
-
-// SetApplyLag makes this server's replica of a shard hold back every apply that changes
-// something by d (0 turns it off). Tests use it to make one replica lag behind the others, as a
-// slow disk or a loaded server would, so that the cross-shard read rule is actually exercised.
-func (s *Shard) SetApplyLag(d time.Duration) { s.lag.Store(int64(d)) }
 
 // LockAll takes every shard's registration lock in shared mode, in id order (for watches that
 // span shards, such as setWatches and recursive watches on "/"), and returns the unlock. A shard

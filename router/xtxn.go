@@ -29,21 +29,11 @@ import (
 // txnOptions tune the coordinator.
 type txnOptions struct {
 	deadline time.Duration // a prepared txn older than this may be resolved by recovery
-	// hook, when set (tests), is called at the steps of a transaction: "prepared" (a move
-	// prepared on both participants), "anchor-committed" (any transaction) and "cut-held" (a
-	// backup's cut prepared everywhere and its views taken, cut.go).
-	hook func(step string)
+	// testHooks stop a coordinator at a step, in tests (SetTxnHook, testhooks.go).
+	testHooks txnTestHooks
 }
 
-// SetTxnHook installs a function called at the steps of every transaction this server
-// coordinates (tests use it to stop a coordinator half-way: see txnOptions.hook).
-func (r *Router) SetTxnHook(f func(step string)) { r.txn.hook = f }
-
-func (r *Router) txnStep(step string) {
-	if r.txn.hook != nil {
-		r.txn.hook(step)
-	}
-}
+func (r *Router) txnStep(step string) { r.txn.testHooks.at(step) }
 
 // TxnDeadline is how long a participant may stay prepared before any server resolves it.
 const TxnDeadline = time.Second

@@ -10,7 +10,6 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
-	"time"
 
 	"github.com/cockroachdb/pebble"
 	sm "github.com/lni/dragonboat/v4/statemachine"
@@ -30,11 +29,6 @@ type Config struct {
 	Dir string
 	// ExtendedTypes enables TTL nodes (zookeeper.extendedTypesEnabled).
 	ExtendedTypes bool
-	// ApplyDelayPerOp (a test knob, internal/testknobs; never from zoo.cfg) makes every Update
-	// take this long per applied op before it publishes, simulating a shard whose apply is
-	// latency-bound (a slow disk or a single-threaded commit); shards apply in parallel, so
-	// throughput then grows with the number of shards. Zero in production.
-	ApplyDelayPerOp time.Duration
 	// Listener receives every published view; may be nil.
 	Listener Listener
 	// Taps, if set, answers this server's proposer's requests for views between the ops of
@@ -42,6 +36,8 @@ type Config struct {
 	Taps *Taps
 	// Logger; nil means slog.Default().
 	Logger *slog.Logger
+
+	hooks testHooks // test-only behaviours of corraltesting builds (testhooks.go)
 }
 
 func (c *Config) state() StateConfig {
@@ -209,9 +205,7 @@ func (m *Machine) Update(ents []sm.Entry) ([]sm.Entry, error) {
 	// PrepareSnapshot or Close writes the current version of every changed node once (a node
 	// set a thousand times between two syncs is written once). Until then the Raft log holds
 	// them, and dragonboat compacts it only below the index of the last successful Sync.
-	if d := m.cfg.ApplyDelayPerOp; d > 0 && ops > 0 {
-		time.Sleep(time.Duration(ops) * d)
-	}
+	m.cfg.hooks.afterApply(ops)
 	m.publish(events)
 	return ents, nil
 }

@@ -48,6 +48,9 @@ type Cluster struct {
 // t.Cleanup.
 func Start(t testing.TB, opts Options) *Cluster {
 	t.Helper()
+	if !opts.Knobs.IsZero() && !testknobs.Enabled {
+		t.Skip("test knobs (testcluster.Options.Knobs) need a build with -tags corraltesting (make test does)")
+	}
 	if opts.Servers <= 0 {
 		opts.Servers = 3
 	}

@@ -16,8 +16,12 @@
 //     the parsing out of it (internal/corralproc's TestProductionBinaryHasNoKnobs checks the
 //     symbol table).
 //
-// The knobs are zero in production, where the code paths they touch (shard.Config's
-// ApplyDelayPerOp, router.Shard.SetApplyLag) do nothing. Expensive invariant checks, if any are
-// added, belong behind the same tag ([Enabled] is a constant, so the compiler drops them from
-// a production build), the way pebble keeps its checks behind its `invariants` tag.
+// The code the knobs drive exists in corraltesting builds only, the way pebble keeps its
+// checks behind its `invariants` tag: shard.Config.SetApplyDelayPerOp, router.Shard.SetApplyLag
+// and router.Router.SetTxnHook (the in-process hooks tests use directly, through
+// internal/testcluster's SetApplyLag and SetTxnHook) live in tagged files; a production build
+// has empty stand-ins that do nothing, and refuses knobs set in process (cluster.Start fails).
+// `make test` builds the tests with the tag (TESTTAGS); without it, a test that needs a hook or
+// knobs skips and says why. Expensive invariant checks, if any are added, belong behind the
+// same tag ([Enabled] is a constant, so the compiler drops them from a production build).
 package testknobs

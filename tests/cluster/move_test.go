@@ -275,7 +275,7 @@ func testMoveCoordinatorDies(t *testing.T, step string) {
 	reached := make(chan struct{})
 	release := make(chan struct{})
 	coord := cl.Server(2).Router()
-	coord.SetTxnHook(func(s string) {
+	testcluster.SetTxnHook(t, coord, func(s string) {
 		if s == step {
 			close(reached)
 			<-release

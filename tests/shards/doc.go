@@ -25,8 +25,10 @@
 // own zoo.cfg, internal/corralproc; skipped under -short), each with an ensemble of its own
 // (ensemble_test.go).
 //
-// Replicas are made to lag with the test hook router.Shard.SetApplyLag, so that an
-// implementation that broke a guarantee would be caught: each test says how it would fail. A
+// Replicas are made to lag with the test hook router.Shard.SetApplyLag (a corraltesting build's;
+// `make test` builds the tests with the tag, and without it the tests that need a lag skip), so
+// that an implementation that broke a guarantee would be caught: each test says how it would
+// fail. A
 // separate process — a corraltesting build, which internal/corralproc chooses when a test
 // asks for test knobs (internal/testknobs) — sets the hook from its environment at startup, so in
 // both modes a replica lags from the start of the ensemble to its end. Stopping a server closes

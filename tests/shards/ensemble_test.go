@@ -102,7 +102,7 @@ func startEnsemble(t *testing.T, m mode, lags ...lag) ensemble {
 	}
 	c := &inproc{startCluster(t)}
 	for _, l := range lags {
-		c.c.Server(l.server).Router().Shard(l.shard).SetApplyLag(l.d)
+		testcluster.SetApplyLag(t, c.c.Server(l.server).Router().Shard(l.shard), l.d)
 	}
 	return c
 }

@@ -37,7 +37,7 @@ func TestReadsParkedBehindWrites(t *testing.T) {
 	zc := connectZK(t, c.Addrs()[0])
 	mustCreate(t, zc, dir, "")
 	mustCreate(t, zc, key, "0")
-	c.c.Server(0).Router().Shard(shardOf(dir)).SetApplyLag(20 * time.Millisecond)
+	testcluster.SetApplyLag(t, c.c.Server(0).Router().Shard(shardOf(dir)), 20*time.Millisecond)
 	before := parkedReads(t, c, 0)
 
 	rc := dialRaw(t, c.Addrs()[0], client.Options{})

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/corral/corral/client"
+	"github.com/corral/corral/internal/testcluster"
 	"github.com/corral/corral/tools/backupfile"
 	"github.com/corral/corral/wire"
 )
@@ -200,7 +201,7 @@ func TestCutOfDeadCoordinatorIsAborted(t *testing.T) {
 	r := cl.Server(0).Router()
 	held, release := make(chan struct{}), make(chan struct{})
 	var once sync.Once
-	r.SetTxnHook(func(step string) {
+	testcluster.SetTxnHook(t, r, func(step string) {
 		if step == "cut-held" {
 			once.Do(func() { close(held); <-release })
 		}
