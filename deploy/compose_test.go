@@ -43,7 +43,7 @@ func TestComposeEnsemble(t *testing.T) {
 
 	// The image, as `make image` builds it: the static binary and an empty data/ directory.
 	buildCtx := t.TempDir()
-	build := exec.CommandContext(ctx, "go", "build", "-o", filepath.Join(buildCtx, "corral"), "../cmd/corral")
+	build := exec.CommandContext(ctx, "go", "build", "-tags", "nobench", "-o", filepath.Join(buildCtx, "corral"), "../cmd/corral")
 	build.Env = append(os.Environ(), "CGO_ENABLED=0")
 	run(t, build)
 	if err := os.Mkdir(filepath.Join(buildCtx, "data"), 0o755); err != nil {

@@ -1,3 +1,5 @@
+//go:build !nobench
+
 package main
 
 import "github.com/corral/corral/bench"

@@ -14,7 +14,9 @@
 //
 // A binary built with -tags corraltesting (`make build-testing`: bin/corral-testing) also reads
 // test knobs from its environment (package internal/testknobs) and says so in `corral version`;
-// tests and `corral bench shards --delay` use it, production never does.
+// tests and `corral bench shards --delay` use it, production never does. One built with -tags
+// nobench (the container image, `make image`) leaves the benchmark suite and its plotting out
+// (8 MB less); its `corral bench` says so and exits 2.
 //
 // See README.md for the two commands a newcomer needs and docs/operations.md for configuration.
 package main

@@ -13,34 +13,11 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/corral/corral/internal/apachezk"
+	"github.com/corral/corral/internal/zktest"
 )
 
 func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
-}
-
-type quietLogger struct{}
-
-func (quietLogger) Printf(string, ...any) {}
-
-// connect opens a go-zookeeper session and waits until it is established.
-func connect(t *testing.T, ctx context.Context, addrs []string) *zk.Conn {
-	t.Helper()
-	c, ev, err := zk.Connect(addrs, 10*time.Second, zk.WithLogger(quietLogger{}))
-	if err != nil {
-		t.Fatalf("connect %v: %v", addrs, err)
-	}
-	t.Cleanup(c.Close)
-	for {
-		select {
-		case e := <-ev:
-			if e.State == zk.StateHasSession {
-				return c
-			}
-		case <-ctx.Done():
-			t.Fatalf("no session with %v: %v", addrs, ctx.Err())
-		}
-	}
 }
 
 func start(t *testing.T, ctx context.Context, opts apachezk.Options) *apachezk.Ensemble {
@@ -97,7 +74,7 @@ func TestStandalone(t *testing.T) {
 		t.Fatalf("ruok = %q, %v", out, err)
 	}
 
-	c := connect(t, ctx, e.Addrs())
+	c := zktest.Connect(t, ctx, e.Addrs()...)
 	if p, err := c.Create("/apachezk", []byte("hello"), 0, zk.WorldACL(zk.PermAll)); err != nil || p != "/apachezk" {
 		t.Fatalf("create = %q, %v", p, err)
 	}
@@ -128,7 +105,7 @@ func TestStandalone(t *testing.T) {
 	if err := e.Restart(ctx, 0); err != nil {
 		t.Fatalf("restart: %v", err)
 	}
-	c2 := connect(t, ctx, e.Addrs())
+	c2 := zktest.Connect(t, ctx, e.Addrs()...)
 	if data, _, err := c2.Get("/apachezk"); err != nil || string(data) != "hello" {
 		t.Fatalf("get after restart = %q, %v", data, err)
 	}
@@ -166,11 +143,11 @@ func TestEnsembleLeaderFailover(t *testing.T) {
 			followers = append(followers, i)
 		}
 	}
-	w := connect(t, ctx, []string{e.Addr(followers[0])})
+	w := zktest.Connect(t, ctx, e.Addr(followers[0]))
 	if _, err := w.Create("/failover", []byte("v1"), 0, zk.WorldACL(zk.PermAll)); err != nil {
 		t.Fatalf("create: %v", err)
 	}
-	r := connect(t, ctx, []string{e.Addr(followers[1])})
+	r := zktest.Connect(t, ctx, e.Addr(followers[1]))
 	if _, err := r.Sync("/failover"); err != nil {
 		t.Fatalf("sync: %v", err)
 	}
@@ -195,7 +172,7 @@ func TestEnsembleLeaderFailover(t *testing.T) {
 	}
 	t.Logf("leader %d killed, server %d elected in %v", leader, newLeader, time.Since(killedAt).Round(time.Millisecond))
 	survivors := []string{e.Addr(followers[0]), e.Addr(followers[1])}
-	c := connect(t, ctx, survivors)
+	c := zktest.Connect(t, ctx, survivors...)
 	if _, err := c.Set("/failover", []byte("v2"), 0); err != nil {
 		t.Fatalf("set after failover: %v", err)
 	}
@@ -207,7 +184,7 @@ func TestEnsembleLeaderFailover(t *testing.T) {
 	if m, err := e.Mode(ctx, leader); err != nil || m != "follower" {
 		t.Fatalf("old leader rejoined as %q, %v", m, err)
 	}
-	old := connect(t, ctx, []string{e.Addr(leader)})
+	old := zktest.Connect(t, ctx, e.Addr(leader))
 	if _, err := old.Sync("/failover"); err != nil {
 		t.Fatalf("sync: %v", err)
 	}
