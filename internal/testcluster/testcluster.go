@@ -64,9 +64,28 @@ func Start(t testing.TB, opts Options) *Cluster {
 			opts.Log = slog.New(slog.NewTextHandler(discard{}, nil))
 		}
 	}
-	c := &Cluster{t: t, opts: opts, dir: t.TempDir()}
+	// Ports are free when chosen and bound a moment later; a test package running beside this
+	// one may take one in between. Such a start is tried again on fresh ports.
+	for attempt := 1; ; attempt++ {
+		c := &Cluster{t: t, opts: opts, dir: t.TempDir()}
+		err := c.startAll()
+		if err == nil {
+			t.Cleanup(c.Close)
+			return c
+		}
+		c.Close()
+		if attempt == 3 || !strings.Contains(err.Error(), "address already in use") {
+			t.Fatalf("testcluster: %v", err)
+		}
+		t.Logf("testcluster: %v; starting again on other ports", err)
+	}
+}
+
+// startAll writes every server's configuration on fresh ports and starts them all at once.
+func (c *Cluster) startAll() error {
+	opts := c.opts
 	n := opts.Servers + opts.Observers
-	ports := FreePorts(t, 2*n)
+	ports := FreePorts(c.t, 2*n)
 	var peers strings.Builder
 	for i := 1; i <= n; i++ {
 		role := ""
@@ -94,13 +113,12 @@ func Start(t testing.TB, opts Options) *Cluster {
 		}()
 	}
 	wg.Wait()
-	t.Cleanup(c.Close)
 	for i, err := range errs {
 		if err != nil {
-			t.Fatalf("testcluster: server %d: %v", i+1, err)
+			return fmt.Errorf("server %d: %w", i+1, err)
 		}
 	}
-	return c
+	return nil
 }
 
 // writeConfig writes server id's myid and zoo.cfg (peers are its server.N lines, extra more

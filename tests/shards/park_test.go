@@ -161,3 +161,120 @@ func parkedReads(t *testing.T, c *inproc, i int) int {
 	t.Fatalf("server %d exports no corral_parked_reads_total", i+1)
 	return 0
 }
+
+// TestParkedReadsAcrossLeaderChanges: the same pipelined session as TestReadsParkedBehindWrites
+// while the shard's leadership moves between the servers every 30 ms. Batches are then proposed
+// again after leader changes and may be applied on the client's replica from a duplicate or a
+// new leader's log; a parked read must still see exactly its session's write before it, or its
+// connection must close (its write's batch settled without this replica applying it in order):
+// no reply may carry another value. The test fails if no leader change happened during the run
+// or no read parked (it would have checked nothing), and if no reply failed while some round
+// was not answered in full.
+func TestParkedReadsAcrossLeaderChanges(t *testing.T) {
+	c := &inproc{testcluster.Start(t, testcluster.Options{Servers: numServers, Shards: numShards, Admin: true})}
+	names := namesOn(t, c, "pl", nonRoot()[1])
+	dir := "/" + names[0]
+	key := dir + "/k"
+	zc := connectZK(t, c.Addrs()[0])
+	mustCreate(t, zc, dir, "")
+	mustCreate(t, zc, key, "0")
+	id := shardOf(dir)
+	testcluster.SetApplyLag(t, c.c.Server(0).Router().Shard(id), 5*time.Millisecond)
+	before := parkedReads(t, c, 0)
+
+	stop := make(chan struct{})
+	moved := make(chan int, 1) // leader changes seen
+	go func() {
+		n, last := 0, c.c.Leader(id)
+		defer func() { moved <- n }()
+		for k := 0; ; k++ {
+			select {
+			case <-stop:
+				return
+			case <-time.After(30 * time.Millisecond):
+			}
+			l := c.c.Leader(id)
+			if l >= 0 && l != last {
+				n++
+			}
+			if l >= 0 {
+				last = l
+				c.c.Server(l).NodeHost().RequestLeaderTransfer(id, uint64((l+1+k%2)%numServers+1))
+			}
+		}
+	}()
+
+	rc := dialRaw(t, c.Addrs()[0], client.Options{})
+	const rounds = 1000
+	var (
+		mu     sync.Mutex
+		wrong  []string
+		closed int
+		good   = map[int]int{} // round -> replies that arrived without error
+		done   = make(chan struct{})
+		left   = 3 * rounds
+	)
+	record := func(i int, bad string, err error) {
+		mu.Lock()
+		defer mu.Unlock()
+		switch {
+		case bad != "":
+			wrong = append(wrong, bad)
+		case err != nil:
+			closed++
+		default:
+			good[i]++
+		}
+		if left--; left == 0 {
+			close(done)
+		}
+	}
+	for i := 1; i <= rounds; i++ {
+		want := strconv.Itoa(i)
+		rc.SetDataAsync(key, []byte(want), -1, func(_ wire.Stat, err error) { record(i, "", err) })
+		rc.GetDataAsync(key, false, func(data []byte, _ wire.Stat, err error) {
+			bad := ""
+			if err == nil && string(data) != want {
+				bad = fmt.Sprintf("getData of round %d returned %q", i, data)
+			}
+			record(i, bad, err)
+		})
+		rc.ExistsAsync(key, false, func(st wire.Stat, err error) {
+			bad := ""
+			if err == nil && st.Version != int32(i) {
+				bad = fmt.Sprintf("exists of round %d: version %d", i, st.Version)
+			}
+			record(i, bad, err)
+		})
+		if i%20 == 0 {
+			time.Sleep(10 * time.Millisecond) // spread the rounds over several leader changes
+		}
+	}
+	select {
+	case <-done:
+	case <-time.After(60 * time.Second):
+		t.Fatal("pipelined requests did not all complete or fail")
+	}
+	close(stop)
+	transfers := <-moved
+	mu.Lock()
+	defer mu.Unlock()
+	if len(wrong) > 0 {
+		t.Fatalf("%d replies out of order, first: %s", len(wrong), wrong[0])
+	}
+	complete := 0
+	for _, n := range good {
+		if n == 3 {
+			complete++
+		}
+	}
+	parked := parkedReads(t, c, 0) - before
+	t.Logf("%d leader changes seen; %d of %d rounds answered in full, %d replies failed (connection closed); %d reads parked",
+		transfers, complete, rounds, closed, parked)
+	if closed == 0 && complete != rounds {
+		t.Fatalf("%d rounds answered in full, no reply failed", complete)
+	}
+	if transfers == 0 || parked == 0 {
+		t.Fatalf("%d leader changes, %d parked reads: the test exercised nothing", transfers, parked)
+	}
+}
