@@ -92,9 +92,9 @@ type Config struct {
 	// RaftMessageBytes bounds the entry bytes of one Raft replication message
 	// (corral.raftMessageBytes; dragonboat's own bound is 64 MiB). See raftmsg.go.
 	RaftMessageBytes uint64
-	// RaftTailBytes bounds the newest Raft log entries kept in memory per replica for a
-	// leader's catch-up reads (corral.raftTailBytes; logcache.go). Each replica of the server
-	// holds up to this much once its log is that long, whatever the number of znodes.
+	// RaftTailBytes bounds the newest Raft log entries the server keeps in memory, over all its
+	// replicas, for a leader's catch-up reads (corral.raftTailBytes; logcache.go): a fixed
+	// cost, whatever the number of shards or znodes.
 	RaftTailBytes uint64
 	// CheckQuorum makes a Raft leader step down when it has not heard from a quorum for an
 	// election timeout (corral.checkQuorum; default true, docs/design.md §15).

@@ -27,20 +27,27 @@ import (
 // in that run, and from the log store otherwise. It follows every change of the log: saved
 // entries are appended (an entry saved at an index drops every cached entry at and after that
 // index first, as the log does), a saved snapshot or an imported one empties it, compaction
-// (RemoveEntriesTo) drops the entries it removes, and the oldest entries are dropped past
-// tailBudget bytes. Test: TestTailCacheMatchesLogStore (random saves, overwrites and
+// (RemoveEntriesTo) drops the entries it removes, and the oldest entries are dropped past the
+// budget (below). Test: TestTailCacheMatchesLogStore (random saves, overwrites and
 // compactions against tan itself).
+//
+// The budget is the server's, over all its replicas, so that the cache costs the same whatever
+// the number of shards: past it, the oldest entries of the replica holding the most are dropped
+// first (under an even load every replica keeps an equal share; a busy shard keeps more than an
+// idle one), and every replica keeps at least its newest entry. Test: TestTailCacheServerBudget.
 type tailCache struct {
 	raftio.ILogDB
 	budget uint64
 
 	mu    sync.Mutex
 	tails map[[2]uint64]*tail
+	total uint64 // the sum of every tail's bytes
 
 	hits, misses atomic.Uint64 // reads served from memory, and by the log store
 }
 
-// tailBudget bounds each replica's cached entries: a few seconds of a busy shard's log.
+// tailBudget bounds the cached entries of all of a server's replicas together: a few seconds
+// of a busy shard's log.
 const tailBudget = 16 << 20
 
 func newTailCache(db raftio.ILogDB, budget uint64) *tailCache {
@@ -57,7 +64,7 @@ func (t *tail) first() uint64 { return t.ents[0].Index }
 func (t *tail) last() uint64  { return t.ents[len(t.ents)-1].Index }
 
 // save records entries just saved to the log.
-func (t *tail) save(es []pb.Entry, budget uint64) {
+func (t *tail) save(es []pb.Entry) {
 	if len(es) == 0 {
 		return
 	}
@@ -73,13 +80,19 @@ func (t *tail) save(es []pb.Entry, budget uint64) {
 		t.ents = append(t.ents, e)
 		t.bytes += uint64(e.SizeUpperLimit())
 	}
-	n := 0
-	for n < len(t.ents)-1 && t.bytes > budget {
+}
+
+// dropOldest removes the oldest entries until the tail holds at most keep bytes or only its
+// newest entry, and returns the bytes removed.
+func (t *tail) dropOldest(keep uint64) uint64 {
+	before, n := t.bytes, 0
+	for n < len(t.ents)-1 && t.bytes > keep {
 		t.bytes -= uint64(t.ents[n].SizeUpperLimit())
 		t.ents[n] = pb.Entry{}
 		n++
 	}
 	t.ents = t.ents[n:]
+	return before - t.bytes
 }
 
 // dropFrom removes ents[i:].
@@ -107,7 +120,7 @@ func (c *tailCache) SaveRaftState(updates []pb.Update, shardID uint64) error {
 	if err := c.ILogDB.SaveRaftState(updates, shardID); err != nil {
 		c.mu.Lock()
 		for _, u := range updates {
-			delete(c.tails, [2]uint64{u.ShardID, u.ReplicaID}) // what the store holds is unknown
+			c.forgetLocked([2]uint64{u.ShardID, u.ReplicaID}) // what the store holds is unknown
 		}
 		c.mu.Unlock()
 		return err
@@ -118,7 +131,7 @@ func (c *tailCache) SaveRaftState(updates []pb.Update, shardID uint64) error {
 		u := &updates[i]
 		k := [2]uint64{u.ShardID, u.ReplicaID}
 		if !pb.IsEmptySnapshot(u.Snapshot) {
-			delete(c.tails, k)
+			c.forgetLocked(k)
 		}
 		if len(u.EntriesToSave) == 0 {
 			continue
@@ -128,9 +141,44 @@ func (c *tailCache) SaveRaftState(updates []pb.Update, shardID uint64) error {
 			t = &tail{}
 			c.tails[k] = t
 		}
-		t.save(u.EntriesToSave, c.budget)
+		before := t.bytes
+		t.save(u.EntriesToSave)
+		c.total += t.bytes - before
 	}
+	c.shrinkLocked()
 	return nil
+}
+
+// shrinkLocked drops the oldest entries of the largest tails until the cache is within its
+// budget: the largest tail is cut down to the next largest, or by what is over the budget if
+// that is less (by one entry when two are equal), until the total fits. A tail down to its
+// newest entry is left alone.
+func (c *tailCache) shrinkLocked() {
+	for c.total > c.budget {
+		var big *tail
+		var next uint64 // the second largest tail's bytes, among those that can lose an entry
+		for _, t := range c.tails {
+			if len(t.ents) < 2 {
+				continue
+			}
+			if big == nil || t.bytes > big.bytes {
+				if big != nil {
+					next = big.bytes
+				}
+				big = t
+			} else if t.bytes > next {
+				next = t.bytes
+			}
+		}
+		if big == nil {
+			return // every tail holds only its newest entry
+		}
+		keep := max(next, big.bytes-min(big.bytes, c.total-c.budget))
+		if keep == big.bytes {
+			keep-- // equal to the next largest: one entry, then the other's turn
+		}
+		c.total -= big.dropOldest(keep)
+	}
 }
 
 // IterateEntries serves [low, high) from memory when all of it is cached, with the log store's
@@ -162,7 +210,9 @@ func (c *tailCache) RemoveEntriesTo(shardID, replicaID, index uint64) error {
 	err := c.ILogDB.RemoveEntriesTo(shardID, replicaID, index)
 	c.mu.Lock()
 	if t := c.tails[[2]uint64{shardID, replicaID}]; t != nil {
+		before := t.bytes
 		t.dropTo(index)
+		c.total -= before - t.bytes
 	}
 	c.mu.Unlock()
 	return err
@@ -182,6 +232,13 @@ func (c *tailCache) RemoveNodeData(shardID, replicaID uint64) error {
 
 func (c *tailCache) forget(shardID, replicaID uint64) {
 	c.mu.Lock()
-	delete(c.tails, [2]uint64{shardID, replicaID})
+	c.forgetLocked([2]uint64{shardID, replicaID})
 	c.mu.Unlock()
+}
+
+func (c *tailCache) forgetLocked(k [2]uint64) {
+	if t := c.tails[k]; t != nil {
+		c.total -= t.bytes
+		delete(c.tails, k)
+	}
 }

@@ -2,12 +2,14 @@ package cluster
 
 import (
 	"bytes"
+	"math"
 	"math/rand"
 	"reflect"
 	"testing"
 
 	"github.com/lni/dragonboat/v4/config"
 	"github.com/lni/dragonboat/v4/plugin/tan"
+	"github.com/lni/dragonboat/v4/raftio"
 	pb "github.com/lni/dragonboat/v4/raftpb"
 )
 
@@ -118,4 +120,66 @@ func sameEntries(a, b []pb.Entry) bool {
 		}
 	}
 	return true
+}
+
+// savingOnly is a log store that accepts every save (the budget test needs nothing else).
+type savingOnly struct{ raftio.ILogDB }
+
+func (savingOnly) SaveRaftState([]pb.Update, uint64) error { return nil }
+
+// TestTailCacheServerBudget saves random runs of entries for several replicas and checks the
+// budget's invariant after every save: the cache's total is the sum of what its tails hold and
+// at most the budget (unless every tail is down to its newest entry), every tail is the newest
+// run of entries saved for its replica, and, the replicas' loads being alike, no tail holds more
+// than another by more than one entry's worth once the budget is reached.
+func TestTailCacheServerBudget(t *testing.T) {
+	const budget, replicas = 20 << 10, 5
+	cache := newTailCache(savingOnly{}, budget)
+	rng := rand.New(rand.NewSource(11))
+	saved := make([][]pb.Entry, replicas) // everything saved, per replica
+	maxEntry := uint64(0)
+	for step := 0; step < 3000; step++ {
+		r := rng.Intn(replicas)
+		from := uint64(len(saved[r]) + 1)
+		es := make([]pb.Entry, 1+rng.Intn(4))
+		for i := range es {
+			es[i] = pb.Entry{Index: from + uint64(i), Term: 1, Cmd: make([]byte, 50+rng.Intn(400))}
+			maxEntry = max(maxEntry, uint64(es[i].SizeUpperLimit()))
+		}
+		saved[r] = append(saved[r], es...)
+		u := pb.Update{ShardID: uint64(r + 1), ReplicaID: 1, EntriesToSave: es}
+		if err := cache.SaveRaftState([]pb.Update{u}, 1); err != nil {
+			t.Fatal(err)
+		}
+		sum, multi := uint64(0), false
+		lo, hi := uint64(math.MaxUint64), uint64(0)
+		for k, tl := range cache.tails {
+			b := uint64(0)
+			for i, e := range tl.ents {
+				b += uint64(e.SizeUpperLimit())
+				want := saved[k[0]-1][len(saved[k[0]-1])-len(tl.ents)+i]
+				if e.Index != want.Index || len(e.Cmd) != len(want.Cmd) {
+					t.Fatalf("step %d: replica %d's tail holds entry %d where the newest saved run has %d", step, k[0], e.Index, want.Index)
+				}
+			}
+			if b != tl.bytes {
+				t.Fatalf("step %d: replica %d's tail counts %d bytes, holds %d", step, k[0], tl.bytes, b)
+			}
+			sum += b
+			multi = multi || len(tl.ents) > 1
+			lo, hi = min(lo, b), max(hi, b)
+		}
+		if sum != cache.total {
+			t.Fatalf("step %d: total %d, tails hold %d", step, cache.total, sum)
+		}
+		if sum > budget && multi {
+			t.Fatalf("step %d: %d bytes cached over a budget of %d", step, sum, budget)
+		}
+		if step > 500 && len(cache.tails) == replicas && hi-lo > 2*maxEntry*4 {
+			t.Fatalf("step %d: tails of %d and %d bytes: the budget is not shared", step, lo, hi)
+		}
+	}
+	if len(cache.tails) != replicas || cache.total < budget/2 {
+		t.Fatalf("%d tails, %d bytes: the cache should hold about its budget", len(cache.tails), cache.total)
+	}
 }

@@ -25,8 +25,8 @@ import (
 type stateFillingFactory struct {
 	inner config.LogDBFactory
 	tail  *atomic.Pointer[tailCache] // set to the tail cache Create makes (for metrics); may be nil
-	// tailBytes is the tail cache's budget per replica (corral.raftTailBytes); 0 keeps only each
-	// replica's newest entry.
+	// tailBytes is the tail cache's budget, over all the server's replicas
+	// (corral.raftTailBytes); 0 keeps only each replica's newest entry.
 	tailBytes uint64
 }
 
