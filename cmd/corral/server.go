@@ -32,6 +32,14 @@ func runServer(args []string) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if os.Getenv("GOGC") == "" {
+		gcDone := make(chan struct{})
+		gcCtx, stopGC := context.WithCancel(context.Background())
+		go func() { defer close(gcDone); paceGC(gcCtx) }()
+		defer func() { stopGC(); <-gcDone }()
+	} else {
+		log.Info("garbage collector target from GOGC", "GOGC", os.Getenv("GOGC"))
+	}
 	srv, err := cluster.Start(ctx, cfg, log)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "corral server: %v\n", err)
@@ -50,3 +58,4 @@ func runServer(args []string) int {
 	srv.Close()
 	return 0
 }
+
