@@ -18,5 +18,8 @@
 // nobench (the container image, `make image`) leaves the benchmark suite and its plotting out
 // (8 MB less); its `corral bench` says so and exits 2.
 //
+// `corral server` owns the process's garbage-collector target: unless GOGC is set, it follows
+// the live heap (gcpace.go; docs/operations.md, "Memory").
+//
 // See README.md for the two commands a newcomer needs and docs/operations.md for configuration.
 package main
