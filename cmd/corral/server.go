@@ -58,4 +58,3 @@ func runServer(args []string) int {
 	srv.Close()
 	return 0
 }
-
