@@ -51,6 +51,9 @@ func (c *msgConn) SendMessageBatch(b pb.MessageBatch) error {
 	buf := c.buf
 	if len(buf) < sz {
 		buf = make([]byte, sz)
+		if sz <= sendBufKeep {
+			c.buf = buf // SendMessageBatch runs on one goroutine per connection
+		}
 	}
 	payload := pb.MustMarshalTo(&b, buf)
 	fresh := false

@@ -30,7 +30,11 @@ const (
 	keepIntvl   = time.Second     // every keepIntvl,
 	keepCount   = 3               // and the link is dead after keepCount unanswered
 	recvBufSize = 2<<20 + 128<<10 // a reader's reusable payload buffer: one snapshot chunk
-	sendBufSize = 256 << 10       // a sender's reusable marshalling buffer
+	sendBufSize = 256 << 10       // a sender's marshalling buffer to start with
+	// sendBufKeep bounds how far a sender's buffer grows to be reused: a batch of a saturating
+	// write load (messages up to corral.raftMessageBytes, 1 MiB, several per batch) fits, and
+	// is then marshalled without allocating; a larger one gets a buffer of its own.
+	sendBufKeep = 4 << 20
 	// readAheadSize is a reader's socket buffer: frames of small batches that arrive together
 	// are read with one system call (a larger payload is read straight into its buffer).
 	readAheadSize = 64 << 10

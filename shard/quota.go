@@ -183,11 +183,14 @@ func ParseQuotaUsage(data []byte) (QuotaUsage, bool) {
 	return QuotaUsage{Count: t.get("count"), Bytes: t.get("bytes")}, true
 }
 
+// quotaPivot is where the quota nodes start in key order (never changed: shared by all trees).
+var quotaPivot = &node{key: quotaKeyPrefix}
+
 // anyQuotaNode reports whether the shard holds any node below /zookeeper/quota (in the
 // overlay): a cheap test before the per-prefix lookups.
 func (t *txn) anyQuotaNode() bool {
 	found := false
-	t.s.tree.nodes.AscendGreaterOrEqual(&node{key: quotaKeyPrefix}, func(n *node) bool {
+	t.s.tree.nodes.AscendGreaterOrEqual(quotaPivot, func(n *node) bool {
 		found = strings.HasPrefix(n.key, quotaKeyPrefix)
 		return false
 	})
