@@ -3,6 +3,7 @@ package shard
 import (
 	"encoding/binary"
 	"fmt"
+	"slices"
 
 	"github.com/corral/corral/wire"
 )
@@ -144,8 +145,13 @@ func DecodeBatch(data []byte) (Batch, error) {
 	return b, nil
 }
 
-// AppendTo appends the encoding of the result to dst.
+// AppendTo appends the encoding of the result to dst, which grows at most once.
 func (res *BatchResult) AppendTo(dst []byte) []byte {
+	size := 2 + binary.MaxVarintLen64
+	for i := range res.Results {
+		size += 3*binary.MaxVarintLen64 + len(res.Results[i].Body)
+	}
+	dst = slices.Grow(dst, size)
 	dst = append(dst, resultVersion, byte(res.Status))
 	dst = binary.AppendUvarint(dst, uint64(len(res.Results)))
 	for i := range res.Results {
