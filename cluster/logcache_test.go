@@ -131,7 +131,8 @@ func (savingOnly) SaveRaftState([]pb.Update, uint64) error { return nil }
 // budget's invariant after every save: the cache's total is the sum of what its tails hold and
 // at most the budget (unless every tail is down to its newest entry), every tail is the newest
 // run of entries saved for its replica, and, the replicas' loads being alike, no tail holds more
-// than another by more than one entry's worth once the budget is reached.
+// than another by more than a few saves' worth (eight of the largest entries) once the budget
+// is reached.
 func TestTailCacheServerBudget(t *testing.T) {
 	const budget, replicas = 20 << 10, 5
 	cache := newTailCache(savingOnly{}, budget)

@@ -47,15 +47,7 @@ func (c *msgConn) drop() {
 
 // SendMessageBatch implements raftio.IConnection.
 func (c *msgConn) SendMessageBatch(b pb.MessageBatch) error {
-	sz := b.SizeUpperLimit()
-	buf := c.buf
-	if len(buf) < sz {
-		buf = make([]byte, sz)
-		if sz <= sendBufKeep {
-			c.buf = buf // SendMessageBatch runs on one goroutine per connection
-		}
-	}
-	payload := pb.MustMarshalTo(&b, buf)
+	payload := pb.MustMarshalTo(&b, c.sendBuf(b.SizeUpperLimit()))
 	fresh := false
 	if c.nc == nil || !linkOpen(c.raw) {
 		c.t.log.Debug("raft transport: peer closed an idle link, dialling again", "target", c.target)
@@ -75,6 +67,20 @@ func (c *msgConn) SendMessageBatch(b pb.MessageBatch) error {
 		return err
 	}
 	return writeFrame(c.nc, methodBatch, payload, c.t.tls)
+}
+
+// sendBuf returns a marshalling buffer of at least sz bytes: the connection's own, grown and
+// kept when sz is at most sendBufKeep, a fresh one otherwise. SendMessageBatch runs on one
+// goroutine per connection, and the buffer is free again once its frame is written.
+func (c *msgConn) sendBuf(sz int) []byte {
+	if len(c.buf) >= sz {
+		return c.buf
+	}
+	buf := make([]byte, sz)
+	if sz <= sendBufKeep {
+		c.buf = buf
+	}
+	return buf
 }
 
 // peerWentAway tells a write that failed because the peer ended the link (it restarted or

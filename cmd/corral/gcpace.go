@@ -32,11 +32,11 @@ func gcPercentFor(live uint64) int {
 	return min(max(p, gcMinPercent), gcMaxPercent)
 }
 
-// paceGC sets the target from the live heap every gcPaceEvery until ctx ends.
-func paceGC(ctx context.Context) {
+// paceGC sets the target from the live heap every interval until ctx ends.
+func paceGC(ctx context.Context, every time.Duration) {
 	sample := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
 	cur := 100 // Go's default, which the process started with
-	t := time.NewTicker(gcPaceEvery)
+	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
 		select {

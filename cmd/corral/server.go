@@ -35,7 +35,7 @@ func runServer(args []string) int {
 	if os.Getenv("GOGC") == "" {
 		gcDone := make(chan struct{})
 		gcCtx, stopGC := context.WithCancel(context.Background())
-		go func() { defer close(gcDone); paceGC(gcCtx) }()
+		go func() { defer close(gcDone); paceGC(gcCtx, gcPaceEvery) }()
 		defer func() { stopGC(); <-gcDone }()
 	} else {
 		log.Info("garbage collector target from GOGC", "GOGC", os.Getenv("GOGC"))
