@@ -298,7 +298,7 @@ func (r *Router) tryTxn(ctx context.Context, req *TxnRequest, parts []uint64, ro
 	// The previous group's commits, when handed to this group, go with its prepares.
 	prep, err := r.broadcastAfter(ctx, parts, func(id uint64) shard.Op {
 		p := shard.TxnPrepare{ID: txnID, Anchor: anchor, Deadline: deadline, Internal: req.Internal,
-			Multi: req.Multi, Roles: roles[id], Group: req.Group, Quota: quota}
+			Multi: shard.ParticipantMulti(&req.Multi, roles[id]), Roles: roles[id], Group: req.Group, Quota: quota}
 		if req.Group {
 			p.Parts = parts
 		}

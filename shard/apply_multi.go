@@ -124,12 +124,19 @@ func finalMultiResults(results []wire.MultiResult) {
 // accepts read-only multis too, for multiRead).
 func multiWritable(req *wire.MultiRequest) bool {
 	for i := range req.Ops {
-		switch req.Ops[i].Op {
-		case wire.OpCreate, wire.OpCreate2, wire.OpCreateContainer, wire.OpCreateTTL,
-			wire.OpDelete, wire.OpSetData, wire.OpCheck:
-		default:
+		if !multiOpWritable(req.Ops[i].Op) {
 			return false
 		}
 	}
 	return true
+}
+
+// multiOpWritable reports whether an op with this code may be in a write multi.
+func multiOpWritable(op wire.OpCode) bool {
+	switch op {
+	case wire.OpCreate, wire.OpCreate2, wire.OpCreateContainer, wire.OpCreateTTL,
+		wire.OpDelete, wire.OpSetData, wire.OpCheck:
+		return true
+	}
+	return false
 }

@@ -79,8 +79,10 @@
 //
 // A client multi whose ops live on several shards, and the create or delete of a top-level
 // znode "/x" that lives on data shard X while "/" lives on the root shard, run as a transaction
-// over several shards. The coordinator sends every participant OpTxnPrepare with the whole
-// multi and, per op, the participant's TxnRole (RoleNone: another shard's op, skipped;
+// over several shards. The coordinator sends every participant OpTxnPrepare with the multi
+// as ParticipantMulti gives it (its own ops; another shard's op as a placeholder unless the
+// whole-request checks need it) and, per op, the participant's TxnRole (RoleNone: another
+// shard's op, skipped;
 // RoleFull: evaluated as in a single-shard multi; RoleParent and RoleNode: the two halves of a
 // top-level create or delete, see createAs and deleteAs). A participant evaluates its ops in
 // index order in the overlay, exactly as multi does, at the provisional zxid floor<<8|tag and

@@ -75,6 +75,36 @@ type TxnPrepare struct {
 	Cut bool
 }
 
+// ParticipantMulti returns the multi a participant with roles needs in its prepare: its own
+// ops, and in place of each other shard's op a small placeholder (a check of "/"), so that a
+// transaction's data travel to, are logged by and are decoded on only the shards that hold
+// them. ZooKeeper's index alignment is kept (results, GroupZxid and failure indexes are per
+// op index).
+//
+// Invariant: a participant evaluates the returned multi exactly as the whole one. Evaluation
+// (evalTxn) reads another shard's op only in the whole-request checks, multiWritable and
+// multiUndecodable, so an op stays as it is unless both pass for it and for the placeholder:
+// a read op (the request is MARSHALLINGERROR) or a plain create with a TTL mode (MARSHALLINGERROR
+// once reached) is kept. The placeholders share one record, which nothing writes.
+func ParticipantMulti(m *wire.MultiRequest, roles []TxnRole) wire.MultiRequest {
+	if len(roles) != len(m.Ops) {
+		return *m
+	}
+	ops := make([]wire.MultiOp, len(m.Ops))
+	for i := range m.Ops {
+		op := &m.Ops[i]
+		if roles[i] == RoleNone && multiOpWritable(op.Op) && !multiUndecodable(op) {
+			ops[i] = placeholderOp
+			continue
+		}
+		ops[i] = *op
+	}
+	return wire.MultiRequest{Ops: ops}
+}
+
+// placeholderOp stands in a prepare for another participant's op (ParticipantMulti).
+var placeholderOp = wire.MultiOp{Op: wire.OpCheck, Check: &wire.CheckVersionRequest{Path: "/", Version: -1}}
+
 // TxnCommit commits a prepared transaction under zxid Zxid; Time is the txn's ctime/mtime
 // (Unix ms).
 type TxnCommit struct {

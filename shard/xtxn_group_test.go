@@ -1,6 +1,9 @@
 package shard
 
 import (
+	"bytes"
+	"math/rand"
+	"reflect"
 	"testing"
 
 	"github.com/corral/corral/wire"
@@ -145,5 +148,106 @@ func TestTxnGroupProbe(t *testing.T) {
 	}
 	if r, err := DecodeTxnResolve((&TxnResolve{ID: 7}).AppendTo(nil)); err != nil || r.Probe {
 		t.Fatalf("decoded resolve %+v, %v", r, err)
+	}
+}
+
+// TestParticipantMultiEvaluatesAlike: a participant's prepare and commit of the multi
+// ParticipantMulti returns (its own ops, placeholders for the others) reply and change the
+// state exactly as the whole multi does, for random multis over a few paths with random roles,
+// plain and group, including the ops the whole-request checks look at on every participant (a
+// read op, a plain create with a TTL mode); and a participant holding one op of four carries
+// that op's data only.
+func TestParticipantMultiEvaluatesAlike(t *testing.T) {
+	r := rand.New(rand.NewSource(7))
+	paths := []string{"/a", "/a/b", "/c", "/c/d", "/e"}
+	randomOp := func() wire.MultiOp {
+		p := paths[r.Intn(len(paths))]
+		v := int32(r.Intn(3)) - 1
+		switch r.Intn(12) {
+		case 0, 1, 2:
+			return mCreate(p, []byte("data"), int32(r.Intn(2)))
+		case 3:
+			return mCreate(p, nil, wire.FlagPersistentWithTTL) // MARSHALLINGERROR once reached
+		case 4:
+			return wire.MultiOp{Op: wire.OpCreateTTL, CreateTTL: &wire.CreateTTLRequest{Path: p, ACL: wire.OpenACLUnsafe, Flags: wire.FlagPersistentWithTTL, TTL: 100}}
+		case 5, 6:
+			return mSet(p, []byte("new"), v)
+		case 7, 8:
+			return mDelete(p, v)
+		case 9, 10:
+			return mCheck(p, v)
+		default:
+			return wire.MultiOp{Op: wire.OpGetData, GetData: &wire.GetDataRequest{Path: p}} // a read: the whole multi is malformed
+		}
+	}
+	seed := func() *State {
+		s := NewState(StateConfig{Tag: 1, OwnsRoot: true})
+		if res, _ := s.Apply(batch(1, 1, 1000, opCreate("/a", []byte("x"), 0), opCreate("/c", nil, 0), opCreate("/c/d", nil, 0))); res.Status != BatchApplied {
+			t.Fatalf("seed: %+v", res)
+		}
+		return s
+	}
+	const undecoded = TxnOutcome(255) // the prepare itself failed (a mixed multi)
+	outcomes := map[TxnOutcome]int{}
+	for i := 0; i < 3000; i++ {
+		n := 1 + r.Intn(6)
+		ops := make([]wire.MultiOp, n)
+		roles := make([]TxnRole, n)
+		for j := range ops {
+			ops[j] = randomOp()
+			if r.Intn(2) == 0 {
+				roles[j] = RoleFull
+			}
+		}
+		whole := wire.MultiRequest{Ops: ops}
+		part := ParticipantMulti(&whole, roles)
+		group := r.Intn(2) == 0
+		a, b := seed(), seed()
+		id := uint64(10 + i)
+		// apply runs one control op on both states and compares the raw results (a mixed
+		// read and write multi does not decode: the op itself fails).
+		apply := func(seq uint64, opA, opB Op) (TxnReply, bool) {
+			resA, _ := a.Apply(ctl(seq, 2000, opA))
+			resB, _ := b.Apply(ctl(seq, 2000, opB))
+			if !reflect.DeepEqual(resA, resB) {
+				t.Fatalf("case %d (group %v, roles %v, ops %+v): whole multi %+v, participant's %+v", i, group, roles, ops, resA, resB)
+			}
+			if resA.Status != BatchApplied || resA.Results[0].Err != wire.ErrOK {
+				return TxnReply{}, false
+			}
+			rep, err := DecodeTxnReply(resA.Results[0].Body)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return rep, true
+		}
+		rep, ok := apply(1, prepareOp(TxnPrepare{ID: id, Anchor: 1, Deadline: 9_999, Multi: whole, Roles: roles, Group: group}),
+			prepareOp(TxnPrepare{ID: id, Anchor: 1, Deadline: 9_999, Multi: part, Roles: roles, Group: group}))
+		if !ok {
+			outcomes[undecoded]++
+		} else {
+			outcomes[rep.Outcome]++
+		}
+		if ok && rep.Outcome == TxnPrepared {
+			c := commitOp(id, rep.Floor<<8|1, 2000)
+			apply(2, c, c)
+		}
+		if !bytes.Equal(txnState(a), txnState(b)) {
+			t.Fatalf("case %d (group %v, roles %v): states differ", i, group, roles)
+		}
+	}
+	if outcomes[TxnPrepared] < 300 || outcomes[TxnFailed] < 300 || outcomes[undecoded] < 100 {
+		t.Fatalf("outcomes %v: too few of a kind to compare", outcomes)
+	}
+
+	big := make([]byte, 1024)
+	four := multiOf(mCreate("/w", big, 0), mCreate("/x", big, 0), mCreate("/y", big, 0), mCreate("/z", big, 0))
+	mine := ParticipantMulti(&four, []TxnRole{RoleNone, RoleFull, RoleNone, RoleNone})
+	if mine.Ops[1].Create != four.Ops[1].Create || mine.Ops[0].Op != wire.OpCheck {
+		t.Fatalf("participant multi: %+v", mine.Ops)
+	}
+	p := TxnPrepare{ID: 1, Anchor: 1, Deadline: 9_999, Multi: mine, Roles: []TxnRole{RoleNone, RoleFull, RoleNone, RoleNone}, Group: true}
+	if n := len(p.AppendTo(nil)); n > 1024+200 {
+		t.Fatalf("a prepare holding one 1 KiB op of four is %d bytes", n)
 	}
 }
