@@ -13,11 +13,12 @@ import (
 )
 
 // stateRaft applies a shard's batches to a shard.State in proposal order and records the op
-// codes of every applied control batch.
+// codes of every applied control batch and the prepares it held.
 type stateRaft struct {
-	mu      sync.Mutex
-	st      *shard.State
-	control [][]wire.OpCode
+	mu       sync.Mutex
+	st       *shard.State
+	control  [][]wire.OpCode
+	prepares []shard.TxnPrepare
 }
 
 func (f *stateRaft) propose(_ context.Context, cmd []byte) (func() ([]byte, error), error) {
@@ -32,6 +33,11 @@ func (f *stateRaft) propose(_ context.Context, cmd []byte) (func() ([]byte, erro
 		codes := make([]wire.OpCode, len(b.Ops))
 		for i := range b.Ops {
 			codes[i] = b.Ops[i].Code
+			if b.Ops[i].Code == shard.OpTxnPrepare {
+				if p, err := shard.DecodeTxnPrepare(b.Ops[i].Body); err == nil {
+					f.prepares = append(f.prepares, p)
+				}
+			}
 		}
 		f.control = append(f.control, codes)
 	}
@@ -45,7 +51,8 @@ func (f *stateRaft) propose(_ context.Context, cmd []byte) (func() ([]byte, erro
 // control batch, commit first; both groups commit; and the results each reported at its
 // decision (provisionalResults, from the prepares) equal, field by field, the ones its commits
 // reported — stats included, for creates and setDatas of nodes the same group or the one before
-// wrote.
+// wrote. Each prepare carries its shard's ops only: another shard's op is a placeholder check
+// (shard.ParticipantMulti).
 func TestGroupCommitsTravelWithNextPrepares(t *testing.T) {
 	defer func(d time.Duration) { handoffWait = d }(handoffWait)
 	handoffWait = time.Minute // the test takes them; never taken back
@@ -142,6 +149,19 @@ func TestGroupCommitsTravelWithNextPrepares(t *testing.T) {
 		}
 		if !found {
 			t.Fatalf("shard %d: no control batch holds a commit and then a prepare: %v", id, batches)
+		}
+		f.mu.Lock()
+		prepares := slices.Clone(f.prepares)
+		f.mu.Unlock()
+		if len(prepares) != 2 {
+			t.Fatalf("shard %d applied %d prepares, want 2", id, len(prepares))
+		}
+		for _, p := range prepares {
+			for i, op := range p.Multi.Ops {
+				if (p.Roles[i] == shard.RoleNone) != (op.Op == wire.OpCheck) {
+					t.Fatalf("shard %d: prepare op %d (role %d) is %+v: another shard's op must be a placeholder check, its own op itself", id, i, p.Roles[i], op)
+				}
+			}
 		}
 	}
 }
