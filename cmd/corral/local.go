@@ -36,10 +36,11 @@ func runLocal(args []string) int {
 	var procs []*exec.Cmd
 	var addrs []string
 	defer func() {
+		// One server at a time: a server hands its shard leaderships to a peer before it
+		// stops (cmd/corral/server.go), which works only while a peer is still up; all at
+		// once, they hand them to each other until the hand-off's timeout.
 		for _, p := range procs {
 			p.Process.Signal(syscall.SIGTERM)
-		}
-		for _, p := range procs {
 			done := make(chan struct{})
 			go func() { p.Wait(); close(done) }()
 			select {
