@@ -27,7 +27,7 @@ import (
 // not being measured are paused (matrixPart, exp_matrix_pause.go).
 
 const (
-	matrixInflight  = 32       // rows 8-10: creates in flight on the one session
+	matrixInflight  = 32       // rows 8-10: creates in flight on the one session (--session-inflight)
 	matrixSubtrees  = 8        // rows 8 and 10: top-level subtrees the creates go round-robin over
 	bulkValueSize   = 100      // row 10: bytes per znode
 	sessionWorkers  = 30       // row 12: goroutines opening the sessions
@@ -103,15 +103,15 @@ var matrixSpecs = []matrixSpec{
 	mixedSpec(6, 10, 100, "reads only"),
 	mixedSpec(7, 100, 0, "writes only"),
 	{row: 8, metric: "creates_per_s", unit: "/s",
-		label: func(*Config) string {
-			return fmt.Sprintf("1 session, %d creates in flight, over %d top-level subtrees", matrixInflight, matrixSubtrees)
+		label: func(c *Config) string {
+			return fmt.Sprintf("1 session, %d creates in flight, over %d top-level subtrees", c.SessionInflight, matrixSubtrees)
 		},
 		run: func(m *matrixRun, ctx context.Context, r *MatrixRow) error {
 			return m.oneSessionCreates(ctx, r, subtreeNames("/m-", matrixSubtrees))
 		}},
 	{row: 9, metric: "creates_per_s", unit: "/s",
-		label: func(*Config) string {
-			return fmt.Sprintf("1 session, %d creates in flight, under 1 top-level subtree", matrixInflight)
+		label: func(c *Config) string {
+			return fmt.Sprintf("1 session, %d creates in flight, under 1 top-level subtree", c.SessionInflight)
 		},
 		run: func(m *matrixRun, ctx context.Context, r *MatrixRow) error {
 			return m.oneSessionCreates(ctx, r, []string{"/one"})
@@ -119,7 +119,7 @@ var matrixSpecs = []matrixSpec{
 	{row: 10, metric: "seconds", unit: "s", lowerBetter: true,
 		label: func(c *Config) string {
 			return fmt.Sprintf("bulk load: %d creates of %d B, 1 session, %d in flight, %d subtrees: total time",
-				c.ZNodes, bulkValueSize, matrixInflight, matrixSubtrees)
+				c.ZNodes, bulkValueSize, c.SessionInflight, matrixSubtrees)
 		},
 		run: (*matrixRun).bulkLoad},
 	{row: 11, metric: "kb_per_znode", unit: "KB", lowerBetter: true,
@@ -448,7 +448,7 @@ func ensureNodes(ctx context.Context, addrs []string, paths []string) error {
 	return nil
 }
 
-// oneSessionCreates: rows 8 and 9. One go-zookeeper session shared by matrixInflight goroutines,
+// oneSessionCreates: rows 8 and 9. One go-zookeeper session shared by cfg.SessionInflight goroutines,
 // each creating 1 KiB znodes one at a time, round-robin over parents. Afterwards the created
 // znodes and the parents are deleted, so that the next rows start from the same tree.
 func (m *matrixRun) oneSessionCreates(ctx context.Context, r *MatrixRow, parents []string) error {
@@ -461,7 +461,7 @@ func (m *matrixRun) oneSessionCreates(ctx context.Context, r *MatrixRow, parents
 	}
 	var next atomic.Int64
 	data := payload(m.e.cfg.DataSize)
-	res, err := runZKWindow(ctx, m.e.prog, r.Target+" creates, 1 session", matrixInflight, m.e.cfg.Warmup, m.e.cfg.Duration,
+	res, err := runZKWindow(ctx, m.e.prog, r.Target+" creates, 1 session", m.e.cfg.SessionInflight, m.e.cfg.Warmup, m.e.cfg.Duration,
 		func(int) (int, error) {
 			i := next.Add(1) - 1
 			_, err := conn.Create(parents[i%int64(len(parents))]+"/n-"+strconv.FormatInt(i, 10), data, 0, openACL)
@@ -567,7 +567,7 @@ func (m *matrixRun) rss() ([]int64, error) {
 	return out, nil
 }
 
-// bulkLoad: row 10. One go-zookeeper session, matrixInflight goroutines sharing cfg.ZNodes
+// bulkLoad: row 10. One go-zookeeper session, cfg.SessionInflight goroutines sharing cfg.ZNodes
 // creates of bulkValueSize bytes round-robin over matrixSubtrees subtrees; the value is the
 // total time. Before it, a --warmup of the same load into /bulk-warm (kept: it is part of
 // the "before" of row 11); around it, the servers' RSS for row 11.
@@ -585,7 +585,7 @@ func (m *matrixRun) bulkLoad(ctx context.Context, r *MatrixRow) error {
 	data := payload(bulkValueSize)
 	if w := m.e.cfg.Warmup; w > 0 {
 		var seq atomic.Int64
-		_, err := runZKWindow(ctx, m.e.prog, r.Target+" bulk warm-up", matrixInflight, 0, w,
+		_, err := runZKWindow(ctx, m.e.prog, r.Target+" bulk warm-up", m.e.cfg.SessionInflight, 0, w,
 			func(int) (int, error) {
 				_, err := conn.Create("/bulk-warm/n-"+strconv.FormatInt(seq.Add(1)-1, 10), data, 0, openACL)
 				return kindCreate, err
@@ -595,7 +595,7 @@ func (m *matrixRun) bulkLoad(ctx context.Context, r *MatrixRow) error {
 		}
 	}
 	before, rssErr := m.rss()
-	res, err := runZKCount(ctx, m.e.prog, r.Target+" bulk load", matrixInflight, m.e.cfg.ZNodes, countLimit,
+	res, err := runZKCount(ctx, m.e.prog, r.Target+" bulk load", m.e.cfg.SessionInflight, m.e.cfg.ZNodes, countLimit,
 		func(_ context.Context, _, i int) (int, error) {
 			_, err := conn.Create(parents[i%len(parents)]+"/n-"+strconv.Itoa(i), data, 0, openACL)
 			return kindCreate, err

@@ -54,7 +54,7 @@ func (e *env) matrixSection(rows []MatrixRow, names []string, n int) string {
 		"each row was measured on every target before the next row, and the ensemble not being measured was paused (SIGSTOP) "+
 		"and continued before its own row, which started once every server served a session and a write on every shard. "+
 		"Corral: corral.shards=%d, hash placement (as `corral local`); both targets: globalOutstandingLimit=2000, maxClientCnxns=0.\n\n",
-		goZKVersion(), matrixInflight, cfg.DataSize, cfg.Warmup, cfg.Duration, cfg.CorralShards)
+		goZKVersion(), cfg.SessionInflight, cfg.DataSize, cfg.Warmup, cfg.Duration, cfg.CorralShards)
 	header := []string{"row"}
 	for _, t := range names {
 		header = append(header, displayName(t))

@@ -17,7 +17,8 @@ func TestMatrixFlags(t *testing.T) {
 		t.Fatal(err)
 	}
 	if full.Sizes[0] != 3 || full.Clients != 30 || full.Warmup != 2*time.Second || full.Duration != 5*time.Second ||
-		full.ZNodes != 200000 || full.Sessions != 9000 || full.MixedClient != clientAuto || full.CorralShards != 4 {
+		full.ZNodes != 200000 || full.Sessions != 9000 || full.MixedClient != clientAuto || full.CorralShards != 4 ||
+		full.SessionInflight != 32 {
 		t.Errorf("full defaults: %+v", full)
 	}
 	short, err := parseFlags("matrix", []string{"--short"}, &sink)
@@ -30,7 +31,7 @@ func TestMatrixFlags(t *testing.T) {
 	}
 	for _, bad := range [][]string{
 		{"--rows", "13"}, {"--rows", "0"}, {"--rows", "x"}, {"--znodes", "0"}, {"--sessions", "-1"},
-		{"--mixed-client", "kazoo"}, {"--znodes", "many"},
+		{"--mixed-client", "kazoo"}, {"--znodes", "many"}, {"--session-inflight", "0"},
 	} {
 		if _, err := parseFlags("matrix", bad, &sink); err == nil {
 			t.Errorf("%v accepted", bad)
@@ -46,6 +47,13 @@ func TestMatrixFlags(t *testing.T) {
 	}
 	if got := matrixSpecs[5].clientOf(c); got != clientGoZK {
 		t.Errorf("row 6 with --mixed-client go-zookeeper uses %s", got)
+	}
+	c, err = parseFlags("matrix", []string{"--session-inflight", "64"}, &sink)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := matrixSpecs[7].label(c); !strings.Contains(got, "64 creates in flight") {
+		t.Errorf("row 8 with --session-inflight 64: %q", got)
 	}
 }
 
@@ -76,7 +84,7 @@ func TestMatrixClientsAndCells(t *testing.T) {
 }
 
 func TestMatrixSummaryRatios(t *testing.T) {
-	e := &env{cfg: &Config{Sizes: []int{3}, Clients: 30, ZNodes: 10, Sessions: 5, MixedClient: clientAuto,
+	e := &env{cfg: &Config{Sizes: []int{3}, Clients: 30, ZNodes: 10, Sessions: 5, MixedClient: clientAuto, SessionInflight: 32,
 		DataSize: 1024, CorralShards: 4}}
 	rows := []MatrixRow{
 		{Target: "zookeeper", Servers: 3, Row: 1, Value: 2, P99Ms: 4},
