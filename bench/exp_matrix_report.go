@@ -9,7 +9,8 @@ import (
 
 // reportMatrix writes matrix.csv, matrix.json and, per ensemble size, the summary's tables:
 // one line per row with the targets side by side and the ratio (> 1: the second target, Corral
-// in a `both` run, better), then the details behind each number.
+// in a `both` run, better), then the details behind each number; with two targets also
+// matrix.png, the ratios against the 1.5× target (plotMatrix).
 func (e *env) reportMatrix(rows []MatrixRow) error {
 	header := []string{"target", "servers", "shards", "row", "name", "client", "metric", "value", "p99_ms", "ops",
 		"seconds", "ops_per_s", "read_p50_ms", "read_p99_ms", "write_p50_ms", "write_p99_ms", "create_p50_ms",
@@ -32,7 +33,15 @@ func (e *env) reportMatrix(rows []MatrixRow) error {
 	}
 	names := e.targetNames()
 	for _, n := range e.cfg.Sizes {
-		e.section(e.matrixSection(rows, names, n))
+		md := e.matrixSection(rows, names, n)
+		png, err := e.plotMatrix(rows, names, n)
+		if err != nil {
+			return err
+		}
+		if png != "" {
+			md += fmt.Sprintf("\n![ratio per row, %d servers](%s)\n", n, png)
+		}
+		e.section(md)
 	}
 	return nil
 }

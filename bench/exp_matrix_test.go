@@ -2,7 +2,9 @@ package bench
 
 import (
 	"bytes"
+	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -135,5 +137,36 @@ func TestMatrixHelpers(t *testing.T) {
 		if len(seen) != max(shards, 1) || len(ps) != max(shards, 1) {
 			t.Errorf("probePaths(%d) = %v covers %d shards", shards, ps, len(seen))
 		}
+	}
+}
+
+// TestMatrixPlot: a two-target run's ratios per row (lower-better rows inverted, a failed row
+// left out) are what matrix.png draws, and the file is a PNG; one target draws nothing.
+func TestMatrixPlot(t *testing.T) {
+	e := &env{cfg: &Config{Sizes: []int{3}, Clients: 30, ZNodes: 10, Sessions: 5, MixedClient: clientAuto,
+		SessionInflight: 32, DataSize: 1024, CorralShards: 4, Out: t.TempDir()}}
+	rows := []MatrixRow{
+		{Target: "zookeeper", Servers: 3, Row: 1, Value: 2},
+		{Target: "corral", Servers: 3, Row: 1, Value: 1},
+		{Target: "zookeeper", Servers: 3, Row: 2, Value: 1000},
+		{Target: "corral", Servers: 3, Row: 2, Value: 3000},
+		{Target: "zookeeper", Servers: 3, Row: 10, Value: 40},
+		{Target: "corral", Servers: 3, Row: 10, Err: "it broke"},
+	}
+	names := []string{"zookeeper", "corral"}
+	nums, ratios := e.matrixRatios(rows, names, 3)
+	if fmt.Sprint(nums, ratios) != "[1 2] [2 3]" {
+		t.Fatalf("ratios: rows %v, %v", nums, ratios)
+	}
+	name, err := e.plotMatrix(rows, names, 3)
+	if err != nil || name != "matrix.png" {
+		t.Fatalf("plotMatrix: %q, %v", name, err)
+	}
+	b, err := os.ReadFile(filepath.Join(e.cfg.Out, name))
+	if err != nil || !bytes.HasPrefix(b, []byte("\x89PNG")) {
+		t.Fatalf("matrix.png: %d bytes, %v", len(b), err)
+	}
+	if name, err := e.plotMatrix(rows, names[1:], 3); name != "" || err != nil {
+		t.Fatalf("one target drew %q, %v", name, err)
 	}
 }
