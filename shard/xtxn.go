@@ -53,8 +53,10 @@ type TxnPrepare struct {
 	Anchor   uint64            // shard id of the anchor participant, which records the decision
 	Deadline int64             // Unix ms; after it any server may resolve the txn at the anchor
 	Internal bool              // server-generated (container/TTL expiry): skip every ACL check
-	Multi    wire.MultiRequest // the whole client multi, all ops, index-aligned with Roles
-	Roles    []TxnRole         // len == len(Multi.Ops)
+	// Multi is the client multi, index-aligned with Roles: this shard's ops, and another
+	// shard's as a placeholder where ParticipantMulti put one (older coordinators sent all).
+	Multi wire.MultiRequest
+	Roles []TxnRole // len == len(Multi.Ops)
 	// Move, when set, makes the transaction a subtree move (see move.go); Multi then has no
 	// ops.
 	Move *MoveSpec
