@@ -49,10 +49,10 @@ const (
 
 // TxnPrepare asks a participant to validate its ops of a transaction and lock the shard.
 type TxnPrepare struct {
-	ID       uint64            // nonzero, chosen by the coordinator (random)
-	Anchor   uint64            // shard id of the anchor participant, which records the decision
-	Deadline int64             // Unix ms; after it any server may resolve the txn at the anchor
-	Internal bool              // server-generated (container/TTL expiry): skip every ACL check
+	ID       uint64 // nonzero, chosen by the coordinator (random)
+	Anchor   uint64 // shard id of the anchor participant, which records the decision
+	Deadline int64  // Unix ms; after it any server may resolve the txn at the anchor
+	Internal bool   // server-generated (container/TTL expiry): skip every ACL check
 	// Multi is the client multi, index-aligned with Roles: this shard's ops, and another
 	// shard's as a placeholder where ParticipantMulti put one (older coordinators sent all).
 	Multi wire.MultiRequest
