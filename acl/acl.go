@@ -94,8 +94,12 @@ func Digest(userPassword string) string {
 //   - x509 ids must parse as an X.500 name (x509Valid);
 //   - any other scheme is INVALIDACL.
 //
-// The returned slice is freshly allocated; acls is not modified.
+// acls is not modified. The returned slice is acls itself when that is one world:anyone entry
+// (nothing to fix), else freshly allocated: a caller that keeps it copies it.
 func Fixup(acls []wire.ACL, ids []wire.ID) ([]wire.ACL, wire.Err) {
+	if len(acls) == 1 && acls[0].ID.Scheme == SchemeWorld && acls[0].ID.ID == "anyone" {
+		return acls, wire.ErrOK // the common case (OPEN_ACL_UNSAFE), already in final form
+	}
 	uniq := make([]wire.ACL, 0, len(acls))
 	for _, a := range acls {
 		dup := false

@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	sm "github.com/lni/dragonboat/v4/statemachine"
+
+	"github.com/corral/corral/wire"
 )
 
 // BenchmarkApplySetData: 1 KiB setData ops in batches of 64, as the paper's write workload.
@@ -99,5 +101,35 @@ func BenchmarkTreeBytesPerZnode(b *testing.B) {
 		}
 		b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/float64(n), "B/znode")
 		runtime.KeepAlive(s)
+	}
+}
+
+// BenchmarkGroupPrepareCommit: one participant's side of a session's group (design.md §8):
+// a prepare of 4 creates of 1 KiB (with quotas counted, as from format.LevelQuota on) and its
+// commit, as rows 8 and 10 of the matrix put on each of 4 shards per group.
+func BenchmarkGroupPrepareCommit(b *testing.B) {
+	s := NewState(StateConfig{Tag: 1, OwnsRoot: true})
+	s.Apply(batch(1, 1, 1000, opCreate("/m-0", nil, 0)))
+	data := make([]byte, 1024)
+	roles := []TxnRole{RoleFull, RoleFull, RoleFull, RoleFull}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		ops := make([]wire.MultiOp, 4)
+		for j := range ops {
+			ops[j] = mCreate(fmt.Sprintf("/m-0/n-%d-%d", i, j), data, 0)
+		}
+		id := uint64(i + 1)
+		p := TxnPrepare{ID: id, Anchor: 1, Deadline: 1 << 40, Multi: wire.MultiRequest{Ops: ops}, Roles: roles, Group: true,
+			Quota: QuotaCount}
+		res, _ := s.Apply(ctl(uint64(2*i+1), 2000, prepareOp(p)))
+		rep, err := DecodeTxnReply(res.Results[0].Body)
+		if err != nil || rep.Outcome != TxnPrepared {
+			b.Fatalf("prepare: %+v %v", rep, err)
+		}
+		res, _ = s.Apply(ctl(uint64(2*i+2), 2000, commitOp(id, rep.Floor<<8|1, 2000)))
+		if rep, err := DecodeTxnReply(res.Results[0].Body); err != nil || rep.Outcome != TxnCommitted {
+			b.Fatalf("commit: %+v %v", rep, err)
+		}
 	}
 }

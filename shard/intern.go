@@ -24,8 +24,8 @@ var interner = struct {
 	m  map[string]weak.Pointer[aclList]
 }{m: make(map[string]weak.Pointer[aclList])}
 
-func aclKey(acls []wire.ACL) string {
-	b := make([]byte, 0, 32*len(acls))
+// appendACLKey appends the interner's key of acls to b.
+func appendACLKey(b []byte, acls []wire.ACL) []byte {
 	for _, a := range acls {
 		b = binary.BigEndian.AppendUint32(b, uint32(a.Perms))
 		b = binary.AppendUvarint(b, uint64(len(a.ID.Scheme)))
@@ -33,19 +33,21 @@ func aclKey(acls []wire.ACL) string {
 		b = binary.AppendUvarint(b, uint64(len(a.ID.ID)))
 		b = append(b, a.ID.ID...)
 	}
-	return string(b)
+	return b
 }
 
 // internACL returns the shared list equal to acls (which is copied, never retained).
 func internACL(acls []wire.ACL) *aclList {
-	key := aclKey(acls)
+	var buf [64]byte // most lists' keys fit: a lookup then allocates nothing
+	kb := appendACLKey(buf[:0], acls)
 	interner.mu.Lock()
 	defer interner.mu.Unlock()
-	if wp, ok := interner.m[key]; ok {
+	if wp, ok := interner.m[string(kb)]; ok {
 		if p := wp.Value(); p != nil {
 			return p
 		}
 	}
+	key := string(kb)
 	p := &aclList{acl: append(make([]wire.ACL, 0, len(acls)), acls...)}
 	interner.m[key] = weak.Make(p)
 	runtime.AddCleanup(p, func(key string) {

@@ -372,16 +372,26 @@ func (s *State) TakeQuotaMessages() []string {
 // quotaLockKeys calls f with the keys of the zookeeper_limits and zookeeper_stats nodes of
 // every prefix of path: a prepared transaction with quotas on locks them, so nothing changes
 // the limits and usage its ops were evaluated against before it commits.
+//
+// It gives the keys quotaNodeKey gives for each prefix, building each with one allocation: a
+// prefix's key is the same prefix of the path's key, since keyOf replaces byte for byte.
 func quotaLockKeys(path string, f func(string)) {
+	if len(path) < 2 || path[0] != '/' {
+		return
+	}
+	pk := strings.ReplaceAll(path, "/", string(rune(keySep)))
 	quotaPrefixes(path, func(p string) bool {
-		for _, name := range []string{QuotaLimitNode, QuotaStatNode} {
-			if k, ok := quotaNodeKey(p, name); ok {
-				f(k)
-			}
+		if strings.IndexByte(p, keySep) < 0 { // else quotaNodeKey refuses it: no key
+			k := pk[:len(p)]
+			f(quotaRootKey + k + string(rune(keySep)) + QuotaLimitNode)
+			f(quotaRootKey + k + string(rune(keySep)) + QuotaStatNode)
 		}
 		return true
 	})
 }
+
+// quotaRootKey is the key of QuotaRoot.
+const quotaRootKey = "\x01zookeeper\x01quota"
 
 // quotaConflict reports whether op of a batch with quotas on would change the stats node of a
 // quota'd prefix that the prepared transaction p (with quotas on) locked.

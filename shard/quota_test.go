@@ -3,6 +3,7 @@ package shard
 import (
 	"fmt"
 	"math/rand"
+	"slices"
 	"strings"
 	"testing"
 
@@ -339,4 +340,39 @@ func FuzzQuotaTrack(f *testing.F) {
 			t.Fatalf("%q -> %q -> %v, %v", data, tr.bytes(), again, ok)
 		}
 	})
+}
+
+// TestQuotaLockKeysAsNodeKeys: quotaLockKeys gives, for any path (malformed ones included: a
+// lock set must be the same on every replica and every version), exactly the keys of
+// quotaNodeKey over quotaPrefixes, in the same order.
+func TestQuotaLockKeysAsNodeKeys(t *testing.T) {
+	paths := []string{"", "/", "//", "/a", "/a/b", "/a/b/c", "/a/", "a/b", "/a\x01b/c", "/a/b\x01", "/\x01",
+		"/zookeeper/quota/x", "/a//b", "/" + strings.Repeat("x/", 20) + "y", "/é/ü"}
+	r := rand.New(rand.NewSource(3))
+	alphabet := []byte{'/', 'a', 'b', '\x01', '\x02', 0}
+	for i := 0; i < 2000; i++ {
+		b := make([]byte, r.Intn(10))
+		for j := range b {
+			b[j] = alphabet[r.Intn(len(alphabet))]
+		}
+		if r.Intn(2) == 0 {
+			b = append([]byte{'/'}, b...)
+		}
+		paths = append(paths, string(b))
+	}
+	for _, path := range paths {
+		var want, got []string
+		quotaPrefixes(path, func(p string) bool {
+			for _, name := range []string{QuotaLimitNode, QuotaStatNode} {
+				if k, ok := quotaNodeKey(p, name); ok {
+					want = append(want, k)
+				}
+			}
+			return true
+		})
+		quotaLockKeys(path, func(k string) { got = append(got, k) })
+		if !slices.Equal(got, want) {
+			t.Fatalf("path %q: keys %q, want %q", path, got, want)
+		}
+	}
 }
