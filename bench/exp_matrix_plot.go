@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"bytes"
 	"fmt"
 	"strconv"
 
@@ -80,17 +79,13 @@ func (e *env) plotMatrix(rows []MatrixRow, names []string, n int) (string, error
 		p.Legend.Add(h.label, l)
 	}
 	p.Legend.Top, p.Legend.Left = true, true
-	wt, err := p.WriterTo(9*vg.Inch, 4*vg.Inch, "png")
+	png, err := encodePNG(p, 9*vg.Inch, 4*vg.Inch)
 	if err != nil {
-		return "", err
-	}
-	var buf bytes.Buffer
-	if _, err := wt.WriteTo(&buf); err != nil {
 		return "", err
 	}
 	name := "matrix.png"
 	if len(e.cfg.Sizes) > 1 {
 		name = fmt.Sprintf("matrix-%d.png", n)
 	}
-	return name, e.writeFile(name, buf.Bytes())
+	return name, e.writeFile(name, png)
 }

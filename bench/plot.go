@@ -199,6 +199,11 @@ func (f figure) render() ([]byte, error) {
 	if w == 0 {
 		w, h = 9*vg.Inch, 5*vg.Inch
 	}
+	return encodePNG(p, w, h)
+}
+
+// encodePNG draws p as a w × h PNG.
+func encodePNG(p *plot.Plot, w, h vg.Length) ([]byte, error) {
 	wt, err := p.WriterTo(w, h, "png")
 	if err != nil {
 		return nil, err

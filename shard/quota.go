@@ -78,13 +78,26 @@ const (
 	QuotaStatNode  = "zookeeper_stats"
 )
 
-// quotaKeyPrefix is the key prefix of every node strictly below /zookeeper/quota.
-const quotaKeyPrefix = "\x01zookeeper\x01quota\x01"
+// quotaRootKey is the key of /zookeeper/quota, quotaKeyPrefix the key prefix of every node
+// strictly below it.
+const (
+	quotaRootKey   = "\x01zookeeper\x01quota"
+	quotaKeyPrefix = quotaRootKey + "\x01"
+)
 
 // quotaNodeKey returns the key of /zookeeper/quota<prefix>/<name> for an absolute prefix other
-// than "/".
+// than "/" (keyOf of that path: false when prefix holds keySep).
 func quotaNodeKey(prefix, name string) (string, bool) {
-	return keyOf(QuotaRoot + prefix + "/" + name)
+	if strings.IndexByte(prefix, keySep) >= 0 {
+		return "", false
+	}
+	return quotaKeyOf(strings.ReplaceAll(prefix, "/", string(rune(keySep))), name), true
+}
+
+// quotaKeyOf returns the key of /zookeeper/quota<prefix>/<name> from prefix's key (its '/'
+// replaced by keySep), with one allocation.
+func quotaKeyOf(prefixKey, name string) string {
+	return quotaRootKey + prefixKey + string(rune(keySep)) + name
 }
 
 // quotaPrefixes calls f with every prefix of path at a component boundary, longest first,
@@ -373,25 +386,18 @@ func (s *State) TakeQuotaMessages() []string {
 // every prefix of path: a prepared transaction with quotas on locks them, so nothing changes
 // the limits and usage its ops were evaluated against before it commits.
 //
-// It gives the keys quotaNodeKey gives for each prefix, building each with one allocation: a
-// prefix's key is the same prefix of the path's key, since keyOf replaces byte for byte.
+// They are the keys quotaNodeKey gives for each prefix, with the path replaced once: a
+// prefix's key is the same prefix of the path's, since the replacement is byte for byte.
 func quotaLockKeys(path string, f func(string)) {
-	if len(path) < 2 || path[0] != '/' {
-		return
-	}
 	pk := strings.ReplaceAll(path, "/", string(rune(keySep)))
 	quotaPrefixes(path, func(p string) bool {
 		if strings.IndexByte(p, keySep) < 0 { // else quotaNodeKey refuses it: no key
-			k := pk[:len(p)]
-			f(quotaRootKey + k + string(rune(keySep)) + QuotaLimitNode)
-			f(quotaRootKey + k + string(rune(keySep)) + QuotaStatNode)
+			f(quotaKeyOf(pk[:len(p)], QuotaLimitNode))
+			f(quotaKeyOf(pk[:len(p)], QuotaStatNode))
 		}
 		return true
 	})
 }
-
-// quotaRootKey is the key of QuotaRoot.
-const quotaRootKey = "\x01zookeeper\x01quota"
 
 // quotaConflict reports whether op of a batch with quotas on would change the stats node of a
 // quota'd prefix that the prepared transaction p (with quotas on) locked.

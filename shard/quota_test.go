@@ -344,7 +344,8 @@ func FuzzQuotaTrack(f *testing.F) {
 
 // TestQuotaLockKeysAsNodeKeys: quotaLockKeys gives, for any path (malformed ones included: a
 // lock set must be the same on every replica and every version), exactly the keys of
-// quotaNodeKey over quotaPrefixes, in the same order.
+// /zookeeper/quota<prefix>/<name> as keyOf maps them, for every prefix quotaPrefixes gives, in
+// the same order; quotaNodeKey gives the same keys.
 func TestQuotaLockKeysAsNodeKeys(t *testing.T) {
 	paths := []string{"", "/", "//", "/a", "/a/b", "/a/b/c", "/a/", "a/b", "/a\x01b/c", "/a/b\x01", "/\x01",
 		"/zookeeper/quota/x", "/a//b", "/" + strings.Repeat("x/", 20) + "y", "/é/ü"}
@@ -364,7 +365,11 @@ func TestQuotaLockKeysAsNodeKeys(t *testing.T) {
 		var want, got []string
 		quotaPrefixes(path, func(p string) bool {
 			for _, name := range []string{QuotaLimitNode, QuotaStatNode} {
-				if k, ok := quotaNodeKey(p, name); ok {
+				k, ok := keyOf(QuotaRoot + p + "/" + name)
+				if nk, nok := quotaNodeKey(p, name); nk != k || nok != ok {
+					t.Fatalf("quotaNodeKey(%q, %q) = %q, %v; keyOf gives %q, %v", p, name, nk, nok, k, ok)
+				}
+				if ok {
 					want = append(want, k)
 				}
 			}
