@@ -7,7 +7,7 @@
 // Files by concern: config.go (zoo.cfg), server.go (Node, Start, Close), raft.go (NodeHost,
 // replicas, proposals, catch-up rounds, leader listener), clientport.go, admin.go (admin HTTP and
 // gauges), membership.go, addshard.go, balance.go, move.go, backup.go and restore.go, tls.go,
-// logdb.go and logcache.go (the Raft log store), loops.go (background loops).
+// logdb.go, logfile.go and logcache.go (the Raft log store), loops.go (background loops).
 //
 // Shard ids: the meta shard is 1; the data shards of the first start are 2..N+1 and carry zxid
 // tags 1..N; data shards added online (addshard.go, docs/design.md §12) take the next ids and

@@ -18,6 +18,7 @@ import (
 	"github.com/lni/dragonboat/v4/plugin/tan"
 	"github.com/lni/dragonboat/v4/raftio"
 	sm "github.com/lni/dragonboat/v4/statemachine"
+	"github.com/lni/vfs"
 
 	"github.com/corral/corral/raftnet"
 	"github.com/corral/corral/router"
@@ -64,7 +65,9 @@ func (s *Node) startRaft() error {
 		// quarter of a write-heavy server's CPU compacting the Raft log (docs/storage.md).
 		// raftnet: dragonboat's framing, but a restarted peer's stale links are replaced
 		// instead of tripping dragonboat's per-peer circuit breaker (raftnet/doc.go).
-		Expert: config.ExpertConfig{LogDB: logDBConfig(), LogDBFactory: stateFillingFactory{inner: tan.Factory, tail: &s.logTail, tailBytes: cfg.RaftTailBytes},
+		// logFileFS: tan's log files allocated up front and synced with fdatasync (logfile.go).
+		Expert: config.ExpertConfig{FS: newLogFileFS(vfs.Default, s.log), LogDB: logDBConfig(),
+			LogDBFactory:     stateFillingFactory{inner: tan.Factory, tail: &s.logTail, tailBytes: cfg.RaftTailBytes},
 			TransportFactory: raftnet.Factory{Log: s.log, TLS: s.startQuorumTLS()}},
 		RaftEventListener:   leaderListener{s},
 		EnableMetrics:       true,
