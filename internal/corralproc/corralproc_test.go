@@ -139,6 +139,20 @@ func TestEnsembleKillRestart(t *testing.T) {
 	if err != nil || !bytes.Contains(log, []byte("shutting down")) {
 		t.Fatalf("log of a SIGTERMed server lacks the shutdown line (%v):\n%s", err, corralproc.Tail(log, 10))
 	}
+
+	// StartOne moves a server whose port was taken as Restart does.
+	oldAddr = e.Addr(victim)
+	squat2, err := net.Listen("tcp", oldAddr)
+	if err != nil {
+		t.Fatalf("occupy %s: %v", oldAddr, err)
+	}
+	defer squat2.Close()
+	if err := e.StartOne(ctx, victim); err != nil {
+		t.Fatalf("start one %d: %v", victim, err)
+	}
+	if e.Addr(victim) == oldAddr {
+		t.Fatalf("server %d kept the occupied address %s", victim, oldAddr)
+	}
 }
 
 func TestStartFailsWithLog(t *testing.T) {

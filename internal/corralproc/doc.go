@@ -42,11 +42,13 @@
 //     [Ensemble.Stop] (SIGTERM and wait), [Ensemble.Restart] /
 //     [Ensemble.Start] (same zoo.cfg and data directory).
 //
-// Port races: ports are taken from the kernel's ephemeral range just before
-// the servers start. When a server's log, since its launch, says "address
-// already in use", [Start] retries the whole ensemble with fresh ports, and
-// [Ensemble.Start] (restart of one server) gives that server fresh client and
-// admin ports (its peer port is part of the other servers' configuration and
+// Port races: ports are drawn at random below the kernel's ephemeral range
+// (procutil.FreePorts) just before the servers start, and a stopped server's
+// ports can be taken meanwhile by another test process's ensemble. When a
+// server's log, since its launch, says "address already in use", [Start]
+// retries the whole ensemble with fresh ports, and [Ensemble.Start] and
+// [Ensemble.StartOne] (restart of one server) give that server fresh client
+// and admin ports (its peer port is part of the other servers' configuration and
 // of the Raft membership, so it cannot move). Every start failure carries the
 // tail of the failing servers' logs.
 //

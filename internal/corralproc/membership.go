@@ -76,13 +76,30 @@ func (e *Ensemble) RaftAddr(i int) string {
 // StartOne starts the stopped server i and waits until it serves (answers `ruok` with `imok`),
 // without waiting for the other servers as Start does: for a restart while another server is
 // on its way out of the ensemble (it closes its client port once its removal began) or cannot
-// serve yet. It fails early, with the tail of the server's log, when the process exits.
+// serve yet. It fails early, with the tail of the server's log, when the process exits. Like
+// Start, a server that loses a port race (another process took its client or admin port while
+// it was down) is relaunched with fresh ones (see Addr).
 func (e *Ensemble) StartOne(ctx context.Context, i int) error {
-	if err := e.launch(i, false); err != nil {
-		return err
-	}
 	wctx, cancel := context.WithTimeout(ctx, e.opts.StartTimeout)
 	defer cancel()
+	var err error
+	for attempt := 0; attempt < 4; attempt++ {
+		if err = e.launch(i, attempt > 0); err != nil {
+			return err
+		}
+		err = e.waitOne(wctx, i)
+		if err == nil || !errors.Is(err, ErrPortInUse) || wctx.Err() != nil {
+			return err
+		}
+		_ = e.Kill(i)
+	}
+	return err
+}
+
+// waitOne polls until server i answers `ruok` with `imok`; a process that exits fails it, with
+// ErrPortInUse when its log says a port was taken (also while it runs: a taken admin port does
+// not stop it).
+func (e *Ensemble) waitOne(ctx context.Context, i int) error {
 	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
 	for {
@@ -91,16 +108,23 @@ func (e *Ensemble) StartOne(ctx context.Context, i int) error {
 			return fmt.Errorf("%w: server %d", ErrNotRunning, i)
 		}
 		if p.Exited() {
+			if e.portInUse(i) {
+				return e.explain(fmt.Errorf("%w: server %d (myid %d) exited: %v", ErrPortInUse, i, i+1, p.Err()), i)
+			}
 			return e.explain(fmt.Errorf("%w: server %d (myid %d): %v", ErrExited, i, i+1, p.Err()), i)
 		}
-		qctx, qcancel := context.WithTimeout(wctx, time.Second)
+		if e.portInUse(i) {
+			// The admin port failing leaves the process running.
+			return e.explain(fmt.Errorf("%w: server %d (myid %d)", ErrPortInUse, i, i+1), i)
+		}
+		qctx, qcancel := context.WithTimeout(ctx, time.Second)
 		out, err := FourLetterWord(qctx, e.Addr(i), "ruok")
 		qcancel()
 		if err == nil && out == "imok" {
 			return nil
 		}
 		select {
-		case <-wctx.Done():
+		case <-ctx.Done():
 			return e.explain(fmt.Errorf("%w: server %d (myid %d): %v (ruok: %q)", ErrNotReady, i, i+1, err, out), i)
 		case <-tick.C:
 		}
