@@ -85,6 +85,9 @@ type conn struct {
 		// unparkable counts the slots in slots that are not single-shard writes or parked
 		// reads (park.go).
 		unparkable int
+		// urgent: buf holds output other than ping replies (a reply, an event): a lapsed lease
+		// is renewed at once for it, and lazily for ping replies alone (lease.go).
+		urgent bool
 	}
 	wake      chan struct{}
 	writerEnd chan struct{}
@@ -135,6 +138,7 @@ func (c *conn) DeliverEvent(ev wire.WatcherEvent) {
 		return
 	}
 	c.out.buf = wire.AppendEvent(c.out.buf, ev)
+	c.out.urgent = true
 	over := len(c.out.buf) > c.s.o.MaxOutput
 	c.out.Unlock()
 	c.s.o.Metrics.watchEvents.Inc()
@@ -183,6 +187,7 @@ func (c *conn) complete(sl *slot, frame []byte) {
 		h := c.out.slots[n]
 		if !c.out.closed {
 			c.out.buf = append(c.out.buf, h.frame...)
+			c.out.urgent = true
 		}
 		c.s.stats.observe(time.Since(h.start))
 		c.s.o.Metrics.observe(h.kind, time.Since(h.start).Seconds())
@@ -329,6 +334,7 @@ func (c *conn) send(frame []byte) {
 	c.out.Lock()
 	if !c.out.closed {
 		c.out.buf = append(c.out.buf, frame...)
+		c.out.urgent = true
 	}
 	c.out.Unlock()
 	c.signal()
@@ -345,6 +351,7 @@ func (c *conn) replyAt(xid int32, err wire.Err, body wire.Record, zxid int64) {
 	c.out.Lock()
 	if !c.out.closed {
 		c.out.buf = wire.AppendReply(c.out.buf, wire.ReplyHeader{Xid: xid, Zxid: c.replyZxid(zxid), Err: err}, body)
+		c.out.urgent = c.out.urgent || xid != wire.XidPing
 	}
 	c.out.Unlock()
 	c.signal()
@@ -386,6 +393,7 @@ func (c *conn) writeLoop() {
 		c.out.Lock()
 		buf := c.out.buf
 		c.out.buf = c.out.spare[:0]
+		c.out.urgent = false
 		closed := c.out.closed
 		c.out.Unlock()
 		if len(buf) > 0 {

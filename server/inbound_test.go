@@ -34,6 +34,32 @@ func (m *tableMeta) Propose(_ context.Context, cmd []byte) (uint64, error) {
 func (m *tableMeta) Barrier(context.Context) error { return nil }
 func (m *tableMeta) IsLeader() bool                { return true }
 
+// serveForTest serves s on a loopback port until the test ends and returns the address.
+func serveForTest(t *testing.T, s *Server) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go s.Serve(ln)
+	t.Cleanup(func() { s.Close() })
+	return ln.Addr().String()
+}
+
+// sendFrame writes recs to nc as one frame.
+func sendFrame(t *testing.T, nc net.Conn, recs ...wire.Record) {
+	t.Helper()
+	e := wire.NewEncoder(nil)
+	mark := wire.BeginFrame(e)
+	for _, rec := range recs {
+		rec.Encode(e)
+	}
+	wire.EndFrame(e, mark)
+	if _, err := nc.Write(e.Bytes()); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestPingsRenewTheSessionWhileARequestWaits is inbound.go's invariant: a client that keeps
 // pinging keeps its session and its connection while one of its requests waits longer than the
 // lease's grace (2T/3). The request here is a sync whose catch-up does not finish; the pings
@@ -52,30 +78,15 @@ func TestPingsRenewTheSessionWhileARequestWaits(t *testing.T) {
 		// replies with an error.
 		Sync: func(ctx context.Context, _ uint64) error { <-ctx.Done(); return ctx.Err() },
 		Log:  log})
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go s.Serve(ln)
-	defer s.Close()
+	addr := serveForTest(t, s)
 
-	nc, err := net.Dial("tcp", ln.Addr().String())
+	nc, err := net.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer nc.Close()
 	r := bufio.NewReader(nc)
-	send := func(recs ...wire.Record) {
-		e := wire.NewEncoder(nil)
-		mark := wire.BeginFrame(e)
-		for _, rec := range recs {
-			rec.Encode(e)
-		}
-		wire.EndFrame(e, mark)
-		if _, err := nc.Write(e.Bytes()); err != nil {
-			t.Fatal(err)
-		}
-	}
+	send := func(recs ...wire.Record) { t.Helper(); sendFrame(t, nc, recs...) }
 	const timeout = 1500 * time.Millisecond // the lease lapses 1 s after the client was last heard
 	send(&wire.ConnectRequest{TimeOut: int32(timeout.Milliseconds()), Passwd: make([]byte, 16)})
 	f, err := wire.ReadFrame(r, nil, 1<<20)

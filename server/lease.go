@@ -16,7 +16,8 @@ import (
 // before the session can be expired anywhere, with T/20 for network delay and clock rates.
 //
 // A connection whose lease has lapsed holds its output, asks for a renewal if its client spoke
-// since the last one, and sends once a renewal commits. A session with no renewal for 2T/3 has
+// since the last one (at once for a reply or an event, after a short wait for ping replies
+// alone: waitRenewal), and sends once a renewal commits. A session with no renewal for 2T/3 has
 // its connection closed by the watchdog, so the client moves to a server that can reach the
 // quorum while its session is still alive.
 
@@ -54,25 +55,67 @@ func (c *conn) leaseGate() bool {
 			return false
 		}
 		c.s.o.Metrics.leaseWaits.Inc()
+		if !c.waitRenewal(next, drop.Sub(now)) {
+			return false
+		}
+	}
+	return true // closeSession began meanwhile: its reply ends the session
+}
+
+// waitRenewal waits, with the lease lapsed, for the next confirmed activity report (next), for
+// more output, or until the session's drop time (in d); false if the connection is closing.
+// Output other than ping replies asks for a report at once (Kick). Ping replies alone ask for
+// one only after pingRenewWait: every ping of an idle session finds its lease lapsed (the
+// lease, T/3 - T/20 from when the client was heard, ends before the client's next ping, T/3
+// later), and a report at once for each would keep a meta-shard round going per server for
+// as long as idle sessions ping; waiting lets the periodic report (every tickTime/4), or one
+// report per server per pingRenewWait, carry all of them. A client waits for a ping's reply
+// for at least T/3 before it gives up (docs/design.md §4, rule 3), far longer than this.
+func (c *conn) waitRenewal(next <-chan struct{}, d time.Duration) bool {
+	c.out.Lock()
+	urgent := c.out.urgent
+	c.out.Unlock()
+	var lazy <-chan time.Time
+	if urgent {
 		c.s.o.Sessions.Kick(c.sessionID)
-		t := time.NewTimer(drop.Sub(now))
+	} else {
+		lt := time.NewTimer(pingRenewWaitFor(c.timeout))
+		defer lt.Stop()
+		lazy = lt.C
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	for {
 		select {
 		case <-next:
+			return true
 		case <-t.C:
+			return true
+		case <-lazy:
+			lazy = nil
+			c.s.o.Sessions.Kick(c.sessionID)
 		case <-c.wake:
-			// More output (the write loop takes it all once the gate opens), or the
-			// connection is closing: then nothing more is sent.
+			// More output (the write loop takes it all once the gate opens; the gate asks
+			// again, at once if it is more than ping replies), or the connection is closing:
+			// then nothing more is sent.
 			c.out.Lock()
 			closed := c.out.closed
 			c.out.Unlock()
-			if closed && !c.closingSession.Load() {
-				t.Stop()
-				return false
-			}
+			return !closed || c.closingSession.Load()
 		}
-		t.Stop()
 	}
-	return true // closeSession began meanwhile: its reply ends the session
+}
+
+// pingRenewWait bounds how long a lapsed lease with only ping replies to send waits before it
+// asks for an activity report of its own; pingRenewWaitFor keeps it to a tenth of a short
+// session timeout.
+const pingRenewWait = 250 * time.Millisecond
+
+func pingRenewWaitFor(timeout time.Duration) time.Duration {
+	if timeout > 0 && timeout/10 < pingRenewWait {
+		return timeout / 10
+	}
+	return pingRenewWait
 }
 
 func (c *conn) leaseLost(why string) {
