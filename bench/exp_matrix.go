@@ -8,7 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
+
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -21,8 +21,9 @@ import (
 // The matrix: the table a user choosing between Apache ZooKeeper and Corral asks for, each row
 // measured on both targets in one run, with clients that behave like real ones (go-zookeeper,
 // blocking calls; see exp_matrix_zk.go). Rows 1-9 run on one ensemble per target after the
-// usual prepare and warm-up; rows 10-12 on a second, fresh ensemble, so that row 11's "before"
-// is an idle server and not the heap high-water mark of the load rows. The targets' ensembles
+// usual prepare and warm-up; rows 10-14 on a second, fresh ensemble, so that row 11's "before"
+// is an idle server and not the heap high-water mark of the load rows (rows 12-14 share their
+// sessions, exp_matrix_sessions.go). The targets' ensembles
 // run side by side, each row is measured on every target before the next, and the ensembles
 // not being measured are paused (matrixPart, exp_matrix_pause.go).
 
@@ -133,6 +134,16 @@ var matrixSpecs = []matrixSpec{
 			return fmt.Sprintf("%d sessions (%d goroutines), 1 ephemeral znode each: total time", c.Sessions, sessionWorkers)
 		},
 		run: (*matrixRun).sessions},
+	{row: 13, metric: "server_cores", unit: "cores", lowerBetter: true,
+		label: func(c *Config) string {
+			return fmt.Sprintf("row 12's %d sessions held idle for %v: CPU of the servers (sum)", c.Sessions, idleHold(c))
+		},
+		run: func(m *matrixRun, _ context.Context, r *MatrixRow) error { return m.afterSessions(r, m.idle) }},
+	{row: 14, metric: "seconds", unit: "s", lowerBetter: true,
+		label: func(c *Config) string {
+			return fmt.Sprintf("row 12's %d sessions closed (%d goroutines) until their ephemerals are gone: total time", c.Sessions, sessionWorkers)
+		},
+		run: func(m *matrixRun, _ context.Context, r *MatrixRow) error { return m.afterSessions(r, m.closing) }},
 }
 
 // matrixFresh is the first row that runs on the second, fresh ensemble.
@@ -193,6 +204,9 @@ type matrixRun struct {
 	rssBefore, rssAfter []int64
 	rssErr              error
 	bulkOps             int64
+	// row 12's sessions held idle and then closed, for rows 13 and 14
+	idle, closing *MatrixRow
+	afterErr      error
 	// pausing while another target is measured (exp_matrix_pause.go)
 	paused        bool
 	probes        []string
@@ -643,56 +657,5 @@ func (m *matrixRun) memory(_ context.Context, r *MatrixRow) error {
 	}
 	r.Value = sum / float64(len(m.rssBefore))
 	r.Note += "RSS per server before → after row 10: " + strings.Join(per, ", ")
-	return nil
-}
-
-// sessions: row 12. sessionWorkers goroutines open cfg.Sessions go-zookeeper sessions (session
-// i with server i mod n), each creating one ephemeral znode under /sessions; the value is the
-// total time. Every session stays open until all are done (then the children of /sessions are
-// counted) and is closed afterwards.
-func (m *matrixRun) sessions(ctx context.Context, r *MatrixRow) error {
-	const parent = "/sessions"
-	if err := ensureNode(ctx, m.addrs, parent); err != nil {
-		return err
-	}
-	var (
-		mu    sync.Mutex
-		conns []*zk.Conn
-	)
-	all := func() []*zk.Conn { mu.Lock(); defer mu.Unlock(); return append([]*zk.Conn(nil), conns...) }
-	defer func() { closeZK(all()) }()
-	n := m.e.cfg.Sessions
-	res, err := runZKCount(ctx, m.e.prog, r.Target+" sessions", sessionWorkers, n, countLimit,
-		func(ctx context.Context, _, i int) (int, error) {
-			c, err := dialZK(ctx, m.addrs[i%len(m.addrs)], sessionBufSize)
-			if err != nil {
-				return kindCreate, err
-			}
-			mu.Lock()
-			conns = append(conns, c)
-			mu.Unlock()
-			_, err = c.Create(parent+"/s-"+strconv.Itoa(i), nil, zk.FlagEphemeral, openACL)
-			return kindCreate, err
-		}, func() { closeZK(all()) })
-	if err != nil {
-		return err
-	}
-	r.fill(res)
-	r.Value = res.WindowSec
-	// Count with a session of its own: the list of children is larger than the row's sessions'
-	// 16 KiB buffers.
-	counter, err := dialZK(ctx, m.addrs[0], 0)
-	if err != nil {
-		return fmt.Errorf("counting the ephemeral znodes: %w", err)
-	}
-	defer counter.Close()
-	kids, _, err := counter.Children(parent)
-	switch {
-	case err != nil:
-		return fmt.Errorf("counting the ephemeral znodes: %w", err)
-	case int64(len(kids)) != res.Ops:
-		return fmt.Errorf("%d ephemeral znodes under %s, %d creates succeeded", len(kids), parent, res.Ops)
-	}
-	r.Note = fmt.Sprintf("%d ephemeral znodes counted under %s with all sessions open", len(kids), parent)
 	return nil
 }

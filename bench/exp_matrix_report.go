@@ -58,12 +58,12 @@ func (e *env) matrixSection(rows []MatrixRow, names []string, n int) string {
 		"concurrent calls on one session pipelined by go-zookeeper itself (rows 3-7: as many goroutines per session as requests in flight; "+
 		"rows 8-10: one `*zk.Conn`, with server 1, shared by %d goroutines). "+
 		"\"corral client\" is Corral's pipelined client (`client/`, as `throughput`), used where go-zookeeper's own CPU would be the limit (`--mixed-client`). "+
-		"%d-byte values unless said; per row a %v warm-up and a %v window (rows 10 and 12: the total time). "+
-		"Rows 1-9 ran on one ensemble per target, rows 10-12 on a second, fresh one; the targets' ensembles ran side by side, "+
+		"%d-byte values unless said; per row a %v warm-up and a %v window (rows 10, 12 and 14: the total time; row 13: %v held idle). "+
+		"Rows 1-9 ran on one ensemble per target, rows 10-14 on a second, fresh one (rows 12-14 on the same sessions, one target after the other); the targets' ensembles ran side by side, "+
 		"each row was measured on every target before the next row, and the ensemble not being measured was paused (SIGSTOP) "+
 		"and continued before its own row, which started once every server served a session and a write on every shard. "+
 		"Corral: corral.shards=%d, hash placement (as `corral local`); both targets: globalOutstandingLimit=2000, maxClientCnxns=0.\n\n",
-		goZKVersion(), cfg.SessionInflight, cfg.DataSize, cfg.Warmup, cfg.Duration, cfg.CorralShards)
+		goZKVersion(), cfg.SessionInflight, cfg.DataSize, cfg.Warmup, cfg.Duration, idleHold(cfg), cfg.CorralShards)
 	header := []string{"row"}
 	for _, t := range names {
 		header = append(header, displayName(t))
@@ -130,9 +130,10 @@ func (e *env) matrixSection(rows []MatrixRow, names []string, n int) string {
 	}
 	b.WriteString(mdTable([]string{"row", "target", "client", "ops", "seconds", "p50 / p99 ms", "errors",
 		"generator cores", "machine busy"}, det))
-	b.WriteString("\nops: operations counted in the window (rows 10 and 12: all); seconds: the window or the total; " +
+	b.WriteString("\nops: operations counted in the window (rows 10, 12 and 14: all; row 13: the sessions held); seconds: the window or the total; " +
 		"generator cores: the benchmark process's own CPU (user+system) over the window, on a machine with " +
-		fmt.Sprintf("%d cores", runtime.NumCPU()) + "; machine busy: all of the machine's CPUs. Row 12's latency is open a session + create.\n")
+		fmt.Sprintf("%d cores", runtime.NumCPU()) + "; machine busy: all of the machine's CPUs. Row 12's latency is open a session + create, row 14's a close " +
+		"(go-zookeeper waits at most 1 s for its reply: a close that took longer counts as an error).\n")
 	if len(notes) > 0 {
 		b.WriteString("\n" + strings.Join(notes, "\n") + "\n")
 	}
@@ -158,6 +159,8 @@ func matrixCell(s matrixSpec, r MatrixRow) string {
 		}
 	case "KB":
 		v = ff(r.Value, 2) + " KB"
+	case "cores":
+		v = ff(r.Value, 2) + " cores"
 	default:
 		v = ff(r.Value, 2)
 	}

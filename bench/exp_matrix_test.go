@@ -32,7 +32,7 @@ func TestMatrixFlags(t *testing.T) {
 		t.Errorf("short defaults: %+v", short)
 	}
 	for _, bad := range [][]string{
-		{"--rows", "13"}, {"--rows", "0"}, {"--rows", "x"}, {"--znodes", "0"}, {"--sessions", "-1"},
+		{"--rows", "15"}, {"--rows", "0"}, {"--rows", "x"}, {"--znodes", "0"}, {"--sessions", "-1"},
 		{"--mixed-client", "kazoo"}, {"--znodes", "many"}, {"--session-inflight", "0"},
 	} {
 		if _, err := parseFlags("matrix", bad, &sink); err == nil {
@@ -115,6 +115,19 @@ func TestMatrixHelpers(t *testing.T) {
 	}
 	if _, err := readRSS(0); err == nil {
 		t.Error("readRSS(0) succeeded")
+	}
+	before, err := procCPUs([]int{os.Getpid()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for end := time.Now().Add(50 * time.Millisecond); time.Now().Before(end); {
+	}
+	after, err := procCPUs([]int{os.Getpid()})
+	if err != nil || after[0] <= before[0] {
+		t.Errorf("procCPUs(self) %v then %v after 50 ms of spinning, %v", before, after, err)
+	}
+	if _, err := procCPUs([]int{0}); err == nil {
+		t.Error("procCPUs(0) succeeded")
 	}
 	lists := createdPaths([]string{"/a", "/b"}, 5)
 	if strings.Join(lists[0], ",") != "/a/n-0,/a/n-2,/a/n-4" || strings.Join(lists[1], ",") != "/b/n-1,/b/n-3" {

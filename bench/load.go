@@ -31,10 +31,11 @@ const (
 	kindRead = iota
 	kindWrite
 	kindCreate
+	kindClose // matrix row 14: closeSession
 	numKinds
 )
 
-var kindNames = [numKinds]string{"read", "write", "create"}
+var kindNames = [numKinds]string{"read", "write", "create", "close"}
 
 // Workload describes one load run. Clients sessions are spread round-robin over Addrs; each
 // keeps up to Outstanding requests in flight (the paper: at least 100).
