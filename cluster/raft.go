@@ -181,14 +181,18 @@ func (s *Node) proposeFunc(shardID uint64) router.ProposeFunc {
 	}
 }
 
-// closeOnShards ends a closed session on every data shard in two rounds: first every shard
-// records the session's tombstone (from then on it refuses every write of the session with
-// SESSIONEXPIRED), then every shard deletes the session's ephemerals. So no shard applies a
-// write of the session after any of its ephemerals is gone: a lock holder's late write cannot
-// land after another client saw the lock released and took it (docs/design.md §4).
-func (s *Node) closeOnShards(ctx context.Context, id int64) error {
-	if err := s.closeRound(ctx, id, shard.CloseSessionFence()); err != nil {
-		return err
+// closeOnShards ends a closed session on every data shard. With fence, in two rounds: first
+// every shard records the session's tombstone (from then on it refuses every write of the
+// session with SESSIONEXPIRED), then every shard deletes the session's ephemerals. So no shard
+// applies a write of the session after any of its ephemerals is gone: a lock holder's late
+// write cannot land after another client saw the lock released and took it (docs/design.md
+// §4, rule 5). Without fence (the session manager knows no write of the session is left to
+// apply anywhere), the second round alone, which records the tombstone too.
+func (s *Node) closeOnShards(ctx context.Context, id int64, fence bool) error {
+	if fence {
+		if err := s.closeRound(ctx, id, shard.CloseSessionFence()); err != nil {
+			return err
+		}
 	}
 	return s.closeRound(ctx, id, nil)
 }

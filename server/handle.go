@@ -699,15 +699,18 @@ func (c *conn) handleSync(h wire.RequestHeader, body []byte) bool {
 	return true
 }
 
-// handleClose ends the session: ephemerals are removed on every shard before the reply.
+// handleClose ends the session: ephemerals are removed on every shard before the reply. It
+// waits until every earlier request is answered and the connection's ownership epoch is
+// recorded on every shard, so that the session manager may close the shards in one round when
+// this connection is the session's latest owner (session.Manager.Close).
 func (c *conn) handleClose(h wire.RequestHeader, _ []byte) bool {
-	if !c.waitIdle() {
+	if !c.waitIdle() || !c.awaitOwned() {
 		return false
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), c.writeTimeout())
 	defer cancel()
 	c.closingSession.Store(true)
-	if err := c.s.o.Sessions.Close(ctx, c.sessionID); err != nil {
+	if err := c.s.o.Sessions.Close(ctx, c.sessionID, c.epoch); err != nil {
 		c.s.o.Log.Warn("closeSession did not complete; the session will expire instead", "session", sessionHex(c.sessionID), "err", err)
 	}
 	c.reply(h.Xid, wire.ErrOK, nil)

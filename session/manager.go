@@ -30,9 +30,12 @@ type Options struct {
 	Tick  time.Duration
 	Table *Table
 	Meta  Meta
-	// CloseOnShards removes the session's ephemerals on every data shard; it returns when all
-	// shards applied OpCloseSession (idempotent) or with an error.
-	CloseOnShards func(ctx context.Context, id int64) error
+	// CloseOnShards ends a closed session on every data shard and returns when every shard
+	// applied it (idempotent), or with an error. With fence, in two rounds (docs/design.md §4,
+	// rule 5): every shard records the session's tombstone, then every shard deletes its
+	// ephemerals. Without, in one round that does both: Close asks for that only when no write
+	// of the session can still be applied anywhere (see Close).
+	CloseOnShards func(ctx context.Context, id int64, fence bool) error
 	Log           *slog.Logger
 	Now           func() time.Time
 }
@@ -73,10 +76,17 @@ type Manager struct {
 	// expired counts the expiries this server decided (as the meta shard's leader) that
 	// committed: summed over the servers, each expiry counts once.
 	expired atomic.Uint64
+	// closes counts the client closes whose cleanup this server ran, by rounds on the data
+	// shards: closes[0] in one round, closes[1] fence first (Close).
+	closes [2]atomic.Uint64
 }
 
 // Expired returns how many session expiries this server decided and committed.
 func (m *Manager) Expired() uint64 { return m.expired.Load() }
+
+// Closes returns how many client closes this server ended on the data shards in one round and
+// how many with the fence round first.
+func (m *Manager) Closes() (oneRound, fenced uint64) { return m.closes[0].Load(), m.closes[1].Load() }
 
 // NewManager starts a manager.
 func NewManager(o Options) *Manager {
@@ -252,15 +262,35 @@ func (m *Manager) TakeOver(ctx context.Context, id int64) (epoch uint64, err err
 }
 
 // Close ends a session (client closeSession) and removes its ephemerals on every shard.
-func (m *Manager) Close(ctx context.Context, id int64) error {
+//
+// epoch is the ownership epoch of the connection closing the session, non-zero only when
+// nothing but that connection can have a write of the session still to apply: every earlier
+// request of the connection was answered and its writes applied (or the connection would
+// have closed), and, if it took the session over, its epoch is recorded on every data shard,
+// so every shard refuses an earlier owner's write from then on (rule 6). Then, if the table,
+// with the close applied, names that epoch as the session's latest owner — no other
+// connection took the session over, and none can now — no write of the session is left to
+// apply anywhere, and the shards are closed in one round instead of fence-then-delete. In
+// every other case (an expiry, another owner, an epoch the table does not know) the two rounds.
+func (m *Manager) Close(ctx context.Context, id int64, epoch uint64) error {
 	if _, err := m.o.Meta.Propose(ctx, EncodeClose(id, m.o.Now().UnixMilli(), false)); err != nil {
 		return err
 	}
-	return m.cleanup(ctx, id)
+	latest, known := m.o.Table.OwnerEpoch(id)
+	fence := !(known && epoch != 0 && latest == epoch)
+	if err := m.cleanup(ctx, id, fence); err != nil {
+		return err
+	}
+	if fence {
+		m.closes[1].Add(1)
+	} else {
+		m.closes[0].Add(1)
+	}
+	return nil
 }
 
-func (m *Manager) cleanup(ctx context.Context, id int64) error {
-	if err := m.o.CloseOnShards(ctx, id); err != nil {
+func (m *Manager) cleanup(ctx context.Context, id int64, fence bool) error {
+	if err := m.o.CloseOnShards(ctx, id, fence); err != nil {
 		return err
 	}
 	_, err := m.o.Meta.Propose(ctx, EncodeCleaned(id))
@@ -401,7 +431,7 @@ func (m *Manager) startCleanup(id int64) {
 	go func() {
 		defer m.wg.Done()
 		ctx, cancel := context.WithTimeout(m.ctx, 30*time.Second)
-		err := m.cleanup(ctx, id)
+		err := m.cleanup(ctx, id, true)
 		cancel()
 		if err != nil && m.ctx.Err() == nil {
 			m.o.Log.Warn("session cleanup failed; will retry", "session", hexID(id), "err", err)

@@ -1,11 +1,13 @@
 package session
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -53,8 +55,14 @@ func TestNewLeaderGrantsFullTimeout(t *testing.T) {
 		meta.Propose(context.Background(), EncodeCreate(Entry{ID: id, Passwd: []byte{1}, Timeout: 2000, Owner: 2,
 			LastSeen: now.Add(-10 * time.Second).UnixMilli()}))
 	}
+	var unfenced atomic.Int32
 	m := &Manager{o: Options{Self: 1, Tick: time.Hour, Table: tb, Meta: meta, Now: clock,
-		CloseOnShards: func(context.Context, int64) error { return nil }}}
+		CloseOnShards: func(_ context.Context, _ int64, fence bool) error {
+			if !fence {
+				unfenced.Add(1)
+			}
+			return nil
+		}}}
 	m.o.Log = discardLogger()
 	m.mu.cleaning = map[int64]bool{}
 	m.mu.active = map[int64]time.Time{}
@@ -76,13 +84,16 @@ func TestNewLeaderGrantsFullTimeout(t *testing.T) {
 	if meta.closes != 5 || m.Expired() != 5 {
 		t.Fatalf("%d sessions expired after the grace (counted %d), want 5", meta.closes, m.Expired())
 	}
+	if n := unfenced.Load(); n != 0 {
+		t.Fatalf("%d expired sessions were cleaned without the fence round", n)
+	}
 }
 
 func discardLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
 func newTestManager(tb *Table, meta *fakeMeta, clock func() time.Time) *Manager {
 	m := &Manager{o: Options{Self: 1, Tick: time.Hour, Table: tb, Meta: meta, Now: clock, Log: discardLogger(),
-		CloseOnShards: func(context.Context, int64) error { return nil }}, kick: make(chan struct{}, 1)}
+		CloseOnShards: func(context.Context, int64, bool) error { return nil }}, kick: make(chan struct{}, 1)}
 	m.mu.cleaning = map[int64]bool{}
 	m.mu.active = map[int64]time.Time{}
 	m.mu.heard = map[int64]time.Time{}
@@ -169,5 +180,70 @@ func TestRenewalMovesLeaseOnlyForLiveOwnedSessions(t *testing.T) {
 		if _, ok, _ := m.Heard(id); ok {
 			t.Fatalf("session %d keeps a lease after moving away, expiring or its connection ending", id)
 		}
+	}
+}
+
+// TestCloseFencesUnlessItsConnectionIsTheLatestOwner: a client's close ends the session on the
+// data shards in one round only when the closing connection's epoch is the latest owner's in
+// the table with the close applied; an older owner's close, a connection without an epoch, a
+// session the table learned from a snapshot, and an expiry all take the fence round first.
+func TestCloseFencesUnlessItsConnectionIsTheLatestOwner(t *testing.T) {
+	tb := NewTable(nil)
+	meta := &fakeMeta{t: tb}
+	m := newTestManager(tb, meta, time.Now)
+	defer m.Stop()
+	fenced := map[int64]bool{}
+	m.o.CloseOnShards = func(_ context.Context, id int64, fence bool) error { fenced[id] = fence; return nil }
+	ctx := context.Background()
+	for id := int64(1); id <= 5; id++ {
+		meta.Propose(ctx, EncodeCreate(Entry{ID: id, Passwd: []byte{1}, Timeout: 6000, Owner: 1}))
+	}
+	if e, ok := tb.OwnerEpoch(1); !ok || e != CreatedEpoch {
+		t.Fatalf("epoch of a created session: %d %v", e, ok)
+	}
+	e3, err := m.TakeOver(ctx, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e, ok := tb.OwnerEpoch(3); !ok || e != e3 {
+		t.Fatalf("epoch after a take-over: %d %v, want %d", e, ok, e3)
+	}
+	for _, c := range []struct {
+		id    int64
+		epoch uint64
+		fence bool
+	}{
+		{1, CreatedEpoch, false}, // the creating connection, never taken over
+		{2, 0, true},             // no epoch (format level 1)
+		{3, CreatedEpoch, true},  // the creating connection after a take-over by another
+		{4, e3, true},            // an epoch that is not this session's
+	} {
+		if err := m.Close(ctx, c.id, c.epoch); err != nil {
+			t.Fatal(err)
+		}
+		if fenced[c.id] != c.fence {
+			t.Errorf("close of %d with epoch %d: fence %v, want %v", c.id, c.epoch, fenced[c.id], c.fence)
+		}
+		if _, ok := tb.OwnerEpoch(c.id); ok {
+			t.Errorf("epoch of cleaned session %d still known", c.id)
+		}
+	}
+	// The latest owner's close after the take-over: one round.
+	if e5, err := m.TakeOver(ctx, 5); err != nil {
+		t.Fatal(err)
+	} else if err := m.Close(ctx, 5, e5); err != nil || fenced[5] {
+		t.Errorf("latest owner's close: fence %v, %v", fenced[5], err)
+	}
+	// A table loaded from a snapshot knows no epochs.
+	meta.Propose(ctx, EncodeCreate(Entry{ID: 6, Passwd: []byte{1}, Timeout: 6000, Owner: 1}))
+	var snap bytes.Buffer
+	if err := tb.SaveSnapshot(&snap, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := tb.RecoverFromSnapshot(&snap, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Close(ctx, 6, CreatedEpoch); err != nil || !fenced[6] {
+		t.Errorf("close after a snapshot load: fence %v, %v", fenced[6], err)
 	}
 }

@@ -193,6 +193,7 @@ type Table struct {
 		sync.RWMutex
 		sessions  map[int64]*Entry
 		seen      map[int64]time.Time
+		epochs    map[int64]uint64 // local memory: see OwnerEpoch
 		applied   uint64
 		level     format.Level
 		announced map[uint64]format.Level
@@ -205,6 +206,7 @@ func NewTable(onChange func(Change)) *Table {
 	t := &Table{onChange: onChange, now: time.Now, supported: format.Supported}
 	t.mu.sessions = map[int64]*Entry{}
 	t.mu.seen = map[int64]time.Time{}
+	t.mu.epochs = map[int64]uint64{}
 	t.mu.level = format.Level1
 	t.mu.announced = map[uint64]format.Level{}
 	return t
@@ -231,6 +233,20 @@ func (t *Table) Seen(id int64) (time.Time, bool) {
 	defer t.mu.RUnlock()
 	s, ok := t.mu.seen[id]
 	return s, ok
+}
+
+// OwnerEpoch returns the ownership epoch of the session's latest owner (docs/design.md §4,
+// rule 6): CreatedEpoch if no take-over of it was applied since its create, else the Raft index
+// of the latest take-over applied. It is known only for sessions whose create or latest
+// take-over this replica applied from the log (local memory, not in snapshots: a replica that
+// loaded a snapshot since knows nothing of the session's earlier owners), and is gone once the
+// session is cleaned. Once the session's close is applied, the answer is final: a closing
+// session is taken over no more.
+func (t *Table) OwnerEpoch(id int64) (uint64, bool) {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	e, ok := t.mu.epochs[id]
+	return e, ok
 }
 
 // Applied returns the Raft index of the last applied command.
@@ -321,6 +337,7 @@ func (t *Table) apply(cmd []byte, index uint64) (uint64, []Change, error) {
 			return ResultExists, nil, nil
 		}
 		t.mu.sessions[e.ID] = e
+		t.mu.epochs[e.ID] = CreatedEpoch
 		t.renewLocked(e, index, 0)
 		return ResultOK, nil, nil
 	case cmdTouch, cmdTakeOver:
@@ -344,6 +361,9 @@ func (t *Table) apply(cmd []byte, index uint64) (uint64, []Change, error) {
 				e.LastSeen = now
 			}
 			t.renewLocked(e, index, 0)
+			if cmd[0] == cmdTakeOver {
+				t.mu.epochs[id] = index // the command's result (below)
+			}
 			if cmd[0] == cmdTakeOver && e.Owner != owner {
 				changes = append(changes, Change{ID: id, Owner: owner, OwnerWas: e.Owner})
 				e.Owner = owner
@@ -422,6 +442,7 @@ func (t *Table) apply(cmd []byte, index uint64) (uint64, []Change, error) {
 		if e, ok := t.mu.sessions[id]; ok && e.Closing {
 			delete(t.mu.sessions, id)
 			delete(t.mu.seen, id)
+			delete(t.mu.epochs, id)
 			return ResultOK, nil, nil
 		}
 		return ResultNotFound, nil, nil
@@ -561,6 +582,7 @@ func (t *Table) RecoverFromSnapshot(r io.Reader, _ []sm.SnapshotFile, _ <-chan s
 	t.mu.Lock()
 	t.mu.sessions = m
 	t.mu.seen = seen
+	t.mu.epochs = map[int64]uint64{}
 	t.mu.level = level
 	t.mu.announced = announced
 	t.mu.Unlock()
