@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/cockroachdb/pebble"
 	sm "github.com/lni/dragonboat/v4/statemachine"
@@ -242,11 +243,26 @@ func (m *Machine) Sync() error {
 	if m.closed.Load() {
 		return ErrClosed
 	}
+	start := time.Now()
+	nodes := len(m.state.dirty.nodes)
 	if err := m.flushDirty(); err != nil {
 		return err
 	}
-	return m.db.Flush() // the store has no WAL: flushing the memtables makes applied state durable
+	written := time.Since(start)
+	// The store has no WAL: flushing the memtables makes applied state durable.
+	if err := m.db.Flush(); err != nil {
+		return err
+	}
+	// dragonboat applies nothing on this shard while Sync runs.
+	if d := time.Since(start); d >= slowSync {
+		m.log.Info("slow state sync: the shard applied nothing meanwhile", "took", d.Round(time.Millisecond),
+			"writing", written.Round(time.Millisecond), "nodes", nodes, "applied", m.applied)
+	}
+	return nil
 }
+
+// slowSync is how long a Sync may take before it is logged.
+const slowSync = 100 * time.Millisecond
 
 // Close closes the store. Lookup keeps answering with the last view.
 func (m *Machine) Close() error {
