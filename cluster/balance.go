@@ -26,7 +26,14 @@ type balanceState struct {
 	// Raft stops the shard's writes during a transfer until the target has caught up, so moving
 	// leadership to it at once stalled the shard (seen in the failover benchmark).
 	imbalanced int
+	// busy counts consecutive rounds that found no candidate shard quiet (shardQuiet).
+	busy int
 }
+
+// balanceBusyRounds is how many rounds the balancer waits for a quiet shard before it transfers
+// a busy one anyway (and risks the stall shardQuiet avoids): under a load that never pauses,
+// leadership is still spread, about 30 s later.
+const balanceBusyRounds = 10
 
 // balanceRounds is how many consecutive rounds an imbalance must persist before a transfer.
 const balanceRounds = 4
@@ -93,7 +100,7 @@ func (s *Node) balanceOnce() {
 		}
 	}
 	if target == 0 || len(mine) == 0 || count[s.cfg.MyID]-fewest < 2 {
-		b.imbalanced = 0
+		b.imbalanced, b.busy = 0, 0
 		return
 	}
 	// A peer that leads nothing may simply be down (it leads nothing because it is dead): a
@@ -111,16 +118,33 @@ func (s *Node) balanceOnce() {
 		return
 	}
 	b.imbalanced = 0
-	// Give away the highest-numbered shard the target is a voter of: the meta shard moves last.
-	shardID := uint64(0)
+	// Give away the highest-numbered quiet shard the target is a voter of (the meta shard moves
+	// last); after balanceBusyRounds rounds in which none was quiet, the highest-numbered one.
+	shardID, first := uint64(0), uint64(0)
 	for i := len(mine) - 1; i >= 0 && shardID == 0; i-- {
 		if _, ok := voters[mine[i]][target]; ok {
-			shardID = mine[i]
+			if first == 0 {
+				first = mine[i]
+			}
+			if s.shardQuiet(mine[i]) {
+				shardID = mine[i]
+			}
 		}
 	}
-	if shardID == 0 {
+	if first == 0 {
 		return
 	}
+	if shardID == 0 {
+		if b.busy++; b.busy < balanceBusyRounds {
+			// Every candidate is applying writes: try again next round, without waiting
+			// balanceRounds again.
+			b.imbalanced = balanceRounds - 1
+			s.log.Debug("not transferring leadership: every shard that could go is applying writes", "to", target)
+			return
+		}
+		shardID = first
+	}
+	b.busy = 0
 	if err := s.nh.RequestLeaderTransfer(shardID, target); err != nil {
 		s.log.Debug("leader transfer not started", "shard", shardID, "to", target, "err", err)
 		return
@@ -128,6 +152,37 @@ func (s *Node) balanceOnce() {
 	b.shard, b.target = shardID, target
 	s.log.Info("transferring shard leadership to balance the ensemble", "shard", shardID, "to", target,
 		"leading", count[s.cfg.MyID], "target_leading", fewest)
+}
+
+// quietWindow is how long a shard must apply nothing before the balancer hands its leadership
+// over (shardQuiet).
+const quietWindow = 100 * time.Millisecond
+
+// shardQuiet reports whether this server's replica of shardID applied nothing for quietWindow.
+// dragonboat's transfer target starts no election while it has committed entries it has not
+// applied, which under a steady write load is nearly always the case, and while a transfer is
+// pending the leader drops the proposals other servers forward to it, without an answer: their
+// proposers wait out dataAttempt (2 s) before proposing again (design.md §15). So a transfer
+// under load mostly failed and stalled the shard's forwarded writes for 2 s
+// (docs/benchmarks.md, "Idle and closing sessions"). A shard that applied nothing for a while
+// has nothing left for the target to apply: the transfer goes through, and the shard had no
+// writes to stall.
+func (s *Node) shardQuiet(shardID uint64) bool {
+	position := func() any {
+		if shardID == MetaShardID {
+			return s.table.Applied()
+		}
+		if sh := s.router.Shard(shardID); sh != nil {
+			return sh.View() // every Update publishes a new view
+		}
+		return nil
+	}
+	before := position()
+	if before == nil {
+		return false
+	}
+	time.Sleep(quietWindow)
+	return position() == before
 }
 
 // peerReachable reports whether a server accepts connections on its Raft address.
