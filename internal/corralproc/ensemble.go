@@ -519,7 +519,20 @@ func (e *Ensemble) explain(err error, i int) error {
 	if len(bytes.TrimSpace(data)) == 0 {
 		return fmt.Errorf("%w (%s is empty)", err, path)
 	}
-	return fmt.Errorf("%w\n--- tail of %s ---\n%s", err, path, Tail(data, 25))
+	return fmt.Errorf("%w\n%s", err, logExcerpt(path, data))
+}
+
+// logExcerpt returns the last 25 lines of a server's log, or, when the process died with a Go
+// stack dump, the 25 lines before the dump (the panic's message among them) and the dump's
+// first 12 lines: the dump alone would fill the tail with frames and hide why it panicked.
+func logExcerpt(path string, data []byte) string {
+	i := bytes.Index(data, []byte("\ngoroutine "))
+	if i < 0 {
+		return fmt.Sprintf("--- tail of %s ---\n%s", path, Tail(data, 25))
+	}
+	dump := strings.SplitN(string(data[i+1:]), "\n", 13)
+	return fmt.Sprintf("--- %s, before its stack dump ---\n%s\n--- the dump's first lines ---\n%s",
+		path, Tail(data[:i], 25), strings.Join(dump[:min(len(dump), 12)], "\n"))
 }
 
 // Tail returns the last n lines of data.
