@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-
 	"sync/atomic"
 	"syscall"
 	"time"

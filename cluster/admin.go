@@ -96,13 +96,12 @@ func (s *Node) logTailReads(memory bool) float64 {
 	}
 }
 
-// sessionCloses returns the client closes ended in one round (i 0) or two (i 1).
-func (s *Node) sessionCloses(i int) float64 {
+// sessionCloses returns the client closes ended in one round (fenced false) or two.
+func (s *Node) sessionCloses(fenced bool) float64 {
 	if s.sessions == nil {
 		return 0
 	}
-	one, two := s.sessions.Closes()
-	return float64([2]uint64{one, two}[i])
+	return float64(s.sessions.Closes(fenced))
 }
 
 // registerGauges exports the state operators watch, computed at scrape time.
@@ -120,10 +119,10 @@ func (s *Node) registerGauges() {
 			}),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "corral_session_closes_total", ConstLabels: prometheus.Labels{"rounds": "1"},
 			Help: "Client closes this server ended on the data shards in one round (the closing connection was the session's latest owner) or, rounds=2, with the fence round first (docs/design.md §4, rule 5)."},
-			func() float64 { return s.sessionCloses(0) }),
+			func() float64 { return s.sessionCloses(false) }),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "corral_session_closes_total", ConstLabels: prometheus.Labels{"rounds": "2"},
 			Help: "Client closes this server ended on the data shards in one round (the closing connection was the session's latest owner) or, rounds=2, with the fence round first (docs/design.md §4, rule 5)."},
-			func() float64 { return s.sessionCloses(1) }),
+			func() float64 { return s.sessionCloses(true) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "watch_count", Help: "Watches registered on this server."},
 			func() float64 { return float64(s.hub.WatchCount()) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "global_sessions", Help: "Sessions in the replicated session table."},

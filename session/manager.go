@@ -84,9 +84,14 @@ type Manager struct {
 // Expired returns how many session expiries this server decided and committed.
 func (m *Manager) Expired() uint64 { return m.expired.Load() }
 
-// Closes returns how many client closes this server ended on the data shards in one round and
-// how many with the fence round first.
-func (m *Manager) Closes() (oneRound, fenced uint64) { return m.closes[0].Load(), m.closes[1].Load() }
+// Closes returns how many client closes this server ended on the data shards in one round
+// (fenced false) or with the fence round first (fenced true).
+func (m *Manager) Closes(fenced bool) uint64 {
+	if fenced {
+		return m.closes[1].Load()
+	}
+	return m.closes[0].Load()
+}
 
 // NewManager starts a manager.
 func NewManager(o Options) *Manager {

@@ -26,24 +26,7 @@ func TestBalancerWaitsForAQuietShard(t *testing.T) {
 	cl := testcluster.Start(t, testcluster.Options{Servers: 3, Shards: 4})
 	data := []uint64{cluster.DataShardID(0), cluster.DataShardID(1), cluster.DataShardID(2), cluster.DataShardID(3)}
 	ids := append([]uint64{cluster.MetaShardID}, data...)
-	for _, id := range ids {
-		if l := cl.Leader(id); l > 0 {
-			cl.Server(l).NodeHost().RequestLeaderTransfer(id, 1)
-		}
-	}
-	onFirst := func() int {
-		n := 0
-		for _, id := range ids {
-			if cl.Leader(id) == 0 {
-				n++
-			}
-		}
-		return n
-	}
-	for end := time.Now().Add(5 * time.Second); onFirst() < len(ids) && time.Now().Before(end); {
-		time.Sleep(20 * time.Millisecond)
-	}
-	if n := onFirst(); n < 3 {
+	if n := concentrateLeaders(cl, ids); n < 3 {
 		t.Skipf("could not concentrate leadership on server 1 (it leads %d of %d shards)", n, len(ids))
 	}
 	// One top-level znode on each data shard.
@@ -101,9 +84,34 @@ func TestBalancerWaitsForAQuietShard(t *testing.T) {
 	if slowest >= time.Second {
 		t.Fatalf("a write waited %v (%s): a leadership transfer under load stalled it", slowest, slowOn)
 	}
-	for end := time.Now().Add(20 * time.Second); onFirst() == len(ids); time.Sleep(100 * time.Millisecond) {
+	for end := time.Now().Add(20 * time.Second); ledBy(cl, ids, 0) == len(ids); time.Sleep(100 * time.Millisecond) {
 		if time.Now().After(end) {
 			t.Fatal("no leadership moved within 20 s after the load stopped")
 		}
 	}
+}
+
+// concentrateLeaders asks every leader of ids to hand its leadership to server 1 (index 0) and
+// waits up to 5 s for all of them to get there; it returns how many server 1 leads then.
+func concentrateLeaders(cl *testcluster.Cluster, ids []uint64) int {
+	for _, id := range ids {
+		if l := cl.Leader(id); l > 0 {
+			cl.Server(l).NodeHost().RequestLeaderTransfer(id, 1)
+		}
+	}
+	for end := time.Now().Add(5 * time.Second); ledBy(cl, ids, 0) < len(ids) && time.Now().Before(end); {
+		time.Sleep(20 * time.Millisecond)
+	}
+	return ledBy(cl, ids, 0)
+}
+
+// ledBy returns how many of ids server i (an index) leads.
+func ledBy(cl *testcluster.Cluster, ids []uint64, i int) int {
+	n := 0
+	for _, id := range ids {
+		if cl.Leader(id) == i {
+			n++
+		}
+	}
+	return n
 }
