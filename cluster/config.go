@@ -80,10 +80,16 @@ type Config struct {
 	AdminAuth adminauth.Settings
 
 	// Corral's own keys.
-	Shards          int           // corral.shards: number of data shards
-	RTT             time.Duration // corral.rtt: Raft logical clock tick
-	ContainerCheck  time.Duration // znode.container.checkIntervalMs
-	SnapshotEntries uint64        // corral.snapshotEntries: Raft entries between snapshots
+	Shards int           // corral.shards: number of data shards
+	RTT    time.Duration // corral.rttMs: Raft logical clock tick
+	// ElectionTimeout (corral.electionMs) is how long a follower waits without hearing its
+	// leader before it campaigns (randomized up to twice that); HeartbeatInterval
+	// (corral.heartbeatMs) how often an idle leader tells its followers it is alive. Both are
+	// whole ticks of RTT (raftTicks; docs/design.md §15).
+	ElectionTimeout   time.Duration
+	HeartbeatInterval time.Duration
+	ContainerCheck    time.Duration // znode.container.checkIntervalMs
+	SnapshotEntries   uint64        // corral.snapshotEntries: Raft entries between snapshots
 	// RaftQueueBytes bounds each Raft send queue (per peer connection) and receive queue (per
 	// replica) in bytes (corral.raftQueueBytes). dragonboat's default is no bound: the queues
 	// to a slow or restarted peer then grow with the write load. A message over the bound is
@@ -140,24 +146,26 @@ var DefaultFourLetterWords = map[string]bool{"srvr": true}
 // DefaultConfig returns the defaults ZooKeeper uses where a key is absent.
 func DefaultConfig() Config {
 	return Config{
-		TickTime:         2000 * time.Millisecond,
-		InitLimit:        10,
-		SyncLimit:        5,
-		ClientPort:       2181,
-		MaxClientCnxns:   60,
-		FourLetterWords:  DefaultFourLetterWords,
-		MaxBuffer:        0xfffff,
-		Shards:           4,
-		Placement:        router.PlaceHash,
-		RTT:              10 * time.Millisecond,
-		ContainerCheck:   60 * time.Second,
-		SnapshotEntries:  20000,
-		RaftQueueBytes:   64 << 20,
-		RaftMessageBytes: 1 << 20,
-		RaftTailBytes:    tailBudget,
-		CheckQuorum:      true,
-		TLS:              tlsconf.Defaults(),
-		QuorumTLS:        tlsconf.QuorumDefaults(),
+		TickTime:          2000 * time.Millisecond,
+		InitLimit:         10,
+		SyncLimit:         5,
+		ClientPort:        2181,
+		MaxClientCnxns:    60,
+		FourLetterWords:   DefaultFourLetterWords,
+		MaxBuffer:         0xfffff,
+		Shards:            4,
+		Placement:         router.PlaceHash,
+		RTT:               25 * time.Millisecond,
+		ElectionTimeout:   200 * time.Millisecond,
+		HeartbeatInterval: 50 * time.Millisecond,
+		ContainerCheck:    60 * time.Second,
+		SnapshotEntries:   20000,
+		RaftQueueBytes:    64 << 20,
+		RaftMessageBytes:  1 << 20,
+		RaftTailBytes:     tailBudget,
+		CheckQuorum:       true,
+		TLS:               tlsconf.Defaults(),
+		QuorumTLS:         tlsconf.QuorumDefaults(),
 	}
 }
 
@@ -397,6 +405,10 @@ func (c *Config) set(k, v string, minST, maxST *time.Duration) error {
 		c.RaftTailBytes, err = atLeast(0)
 	case k == "corral.rttMs":
 		c.RTT, err = ms()
+	case k == "corral.electionMs":
+		c.ElectionTimeout, err = ms()
+	case k == "corral.heartbeatMs":
+		c.HeartbeatInterval, err = ms()
 	case k == "corral.checkQuorum":
 		c.CheckQuorum, err = strconv.ParseBool(v)
 	case k == "corral.ssl.reloadIntervalMs" || k == "corral.ssl.handshakeTimeoutMs":
@@ -482,6 +494,9 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("cluster: corral.shards %d must be 1..200", c.Shards)
 	case c.MinSessionTimeout > c.MaxSessionTimeout:
 		return fmt.Errorf("cluster: minSessionTimeout %v > maxSessionTimeout %v", c.MinSessionTimeout, c.MaxSessionTimeout)
+	}
+	if err := c.validateRaftTiming(); err != nil {
+		return err
 	}
 	if len(c.Peers) > 0 {
 		found := false

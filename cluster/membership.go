@@ -298,13 +298,10 @@ func (s *Node) leadershipAway(ctx context.Context, shardID, id uint64, voters ma
 }
 
 // transferWait is how long one leader transfer may take: dragonboat's leader gives a transfer
-// up after an election timeout (20 Raft ticks), and a new request before that is ignored.
+// up after an election timeout, and a new request before that is ignored.
 func (s *Node) transferWait() time.Duration {
-	rtt := s.cfg.RTT
-	if rtt <= 0 {
-		rtt = 10 * time.Millisecond // dragonboat's tick when none is configured (startRaft)
-	}
-	return 20*rtt + 100*time.Millisecond
+	tick, election, _ := s.cfg.raftTicks()
+	return time.Duration(election)*tick + 100*time.Millisecond
 }
 
 // awaitLeaderOtherThan waits up to wait (within ctx) until the shard's leader is not id.

@@ -57,9 +57,10 @@ func (s *Node) startRaft() error {
 		return fmt.Errorf("cluster: %w", err)
 	}
 	self := cfg.Self()
+	tick, electionTicks, heartbeatTicks := cfg.raftTicks()
 	nhc := config.NodeHostConfig{
 		NodeHostDir:    filepath.Join(base, "nodehost"),
-		RTTMillisecond: uint64(cfg.RTT / time.Millisecond),
+		RTTMillisecond: uint64(tick / time.Millisecond),
 		RaftAddress:    self.RaftAddress(),
 		// tan, dragonboat's append-only log store: the pebble-based default spent about a
 		// quarter of a write-heavy server's CPU compacting the Raft log (docs/storage.md).
@@ -76,9 +77,6 @@ func (s *Node) startRaft() error {
 	}
 	if cfg.DataLogDir != "" {
 		nhc.WALDir = filepath.Join(cfg.DataLogDir, "corral-wal")
-	}
-	if nhc.RTTMillisecond == 0 {
-		nhc.RTTMillisecond = 10
 	}
 	s.hub = watchhub.New(watchhub.Options{})
 	ids := make([]uint64, cfg.Shards)
@@ -114,7 +112,7 @@ func (s *Node) startRaft() error {
 
 	pm := router.NewMetrics(s.reg)
 	raftCfg := func(shardID uint64) config.Config {
-		return config.Config{ShardID: shardID, ReplicaID: cfg.MyID, ElectionRTT: 20, HeartbeatRTT: 2,
+		return config.Config{ShardID: shardID, ReplicaID: cfg.MyID, ElectionRTT: electionTicks, HeartbeatRTT: heartbeatTicks,
 			CheckQuorum: cfg.CheckQuorum, PreVote: true, SnapshotEntries: cfg.SnapshotEntries, CompactionOverhead: cfg.SnapshotEntries / 4,
 			MaxInMemLogSize: 256 << 20, IsNonVoting: cfg.Observer()}
 	}
