@@ -1,6 +1,7 @@
 package server
 
 import (
+	"slices"
 	"strings"
 	"time"
 )
@@ -140,6 +141,11 @@ func (c *conn) leaseLost(why string) {
 func (s *Server) watchdog(stop <-chan struct{}) {
 	t := time.NewTicker(watchdogEvery)
 	defer t.Stop()
+	var ( // reused by every scan: with thousands of sessions the scan is most of an idle server's work
+		ids   []int64
+		conns []*conn
+		heard []time.Time
+	)
 	for {
 		select {
 		case <-stop:
@@ -148,18 +154,25 @@ func (s *Server) watchdog(stop <-chan struct{}) {
 		}
 		s.closeReadOnlyIfRecovered()
 		now := time.Now()
+		ids, conns = ids[:0], conns[:0]
 		s.mu.Lock()
-		var late, live []*conn
 		for id, c := range s.mu.bySess {
-			h, ok, _ := s.o.Sessions.Heard(id)
-			if !ok || !now.Before(leaseDrop(h, c.timeout)) {
+			ids, conns = append(ids, id), append(conns, c)
+		}
+		s.mu.Unlock()
+		heard = slices.Grow(heard[:0], len(ids))[:len(ids)]
+		s.o.Sessions.HeardAll(ids, heard)
+		var late []*conn
+		live := conns[:0] // filtered in place: index i is read before live's i-th write
+		for i, c := range conns {
+			if h := heard[i]; h.IsZero() || !now.Before(leaseDrop(h, c.timeout)) {
 				late = append(late, c)
 			} else {
 				live = append(live, c)
 			}
 		}
-		s.mu.Unlock()
 		s.dropStuck(live, now)
+		clear(conns[len(live):]) // no stale pointers kept until the next scan
 		for _, c := range late {
 			if c.closingSession.Load() || c.closing() {
 				continue // closeSession ends it, or a close is under way (counted once)

@@ -66,10 +66,24 @@ func (c *conn) stuckOn(now time.Time, bound time.Duration) *router.Shard {
 	return nil
 }
 
+// anyCutOff reports whether any of this server's replicas is cut off (cutOff): only then can a
+// connection be stuck, so the watchdog looks at no connection otherwise.
+func (s *Server) anyCutOff(now time.Time) bool {
+	if s.o.Router == nil {
+		return true // no list of shards: look at every connection
+	}
+	for _, sh := range s.o.Router.Shards() {
+		if s.cutOff(sh, now) {
+			return true
+		}
+	}
+	return false
+}
+
 // dropStuck closes the connections whose oldest write is stuck on a cut-off replica (stuckOn).
 func (s *Server) dropStuck(conns []*conn, now time.Time) {
 	bound := s.o.MaxReadAge
-	if bound <= 0 {
+	if bound <= 0 || !s.anyCutOff(now) {
 		return
 	}
 	for _, c := range conns {

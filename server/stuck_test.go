@@ -15,7 +15,8 @@ import (
 // oldest unanswered write has waited longer than cutOffGrace AND the local replica of a shard
 // the write waits for is cut off: not confirmed for the bound, and no leader known. A slow
 // write on a healthy replica, on an unconfirmed replica that has a leader, a young write on a
-// cut-off one and a request that waits on no shard keep their connection.
+// cut-off one and a request that waits on no shard keep their connection; the watchdog skips
+// the connections while no replica is cut off.
 func TestStuckWriteOnCutOffReplica(t *testing.T) {
 	r := router.New([]uint64{2, 3}, []uint8{1, 2}, router.PlaceSingle, nil)
 	r.SetSync(func(ctx context.Context, id uint64) error { return nil })
@@ -56,6 +57,13 @@ func TestStuckWriteOnCutOffReplica(t *testing.T) {
 		c.complete(sl, nil)
 		if got := c.stuckOn(now, bound); got != nil {
 			t.Errorf("%s: answered, stuckOn = shard %d", tc.name, got.ID)
+		}
+	}
+	// The watchdog looks at connections only while some replica is cut off (anyCutOff).
+	for _, hasLeader := range []bool{false, true} {
+		leaderless[cut.ID] = !hasLeader
+		if got := s.anyCutOff(now); got != !hasLeader {
+			t.Errorf("anyCutOff with shard %d leaderless=%v: %v", cut.ID, !hasLeader, got)
 		}
 	}
 }

@@ -220,6 +220,16 @@ func (m *Manager) Heard(id int64) (at time.Time, ok bool, next <-chan struct{}) 
 	return at, ok, m.mu.renewed
 }
 
+// HeardAll sets at[i] to when session ids[i] was last heard, or to the zero time where it has
+// no lease here (Heard's !ok), under one lock: the watchdog asks for every local session at once.
+func (m *Manager) HeardAll(ids []int64, at []time.Time) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for i, id := range ids {
+		at[i] = m.mu.heard[id] // only times after the zero time are stored
+	}
+}
+
 // Forget drops the session's lease (its connection on this server ended).
 func (m *Manager) Forget(id int64) {
 	m.mu.Lock()

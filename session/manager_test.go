@@ -142,7 +142,8 @@ func TestTakeOverAnswersFromTheCommittedTable(t *testing.T) {
 
 // TestRenewalMovesLeaseOnlyForLiveOwnedSessions: a committed activity report moves the lease
 // basis to when each client was last heard, drops the lease of a session the report found
-// closed or owned by another server, and gives none to a session whose connection here ended.
+// closed or owned by another server, and gives none to a session whose connection here ended;
+// HeardAll answers as Heard.
 func TestRenewalMovesLeaseOnlyForLiveOwnedSessions(t *testing.T) {
 	tb := NewTable(nil)
 	meta := &fakeMeta{t: tb}
@@ -179,6 +180,15 @@ func TestRenewalMovesLeaseOnlyForLiveOwnedSessions(t *testing.T) {
 	for _, id := range []int64{2, 3, 4} {
 		if _, ok, _ := m.Heard(id); ok {
 			t.Fatalf("session %d keeps a lease after moving away, expiring or its connection ending", id)
+		}
+	}
+	// HeardAll (the watchdog's one lock for every session) answers as Heard does.
+	ids := []int64{1, 2, 3, 4, 5}
+	at := make([]time.Time, len(ids))
+	m.HeardAll(ids, at)
+	for i, id := range ids {
+		if h, ok, _ := m.Heard(id); !at[i].Equal(h) || at[i].IsZero() == ok {
+			t.Errorf("HeardAll: session %d at %v, Heard says %v %v", id, at[i], h, ok)
 		}
 	}
 }
