@@ -84,7 +84,7 @@ func (s *Node) makeProposers(sh *router.Shard) {
 func (s *Node) startDataShard(id uint64, tag uint8, ownsRoot bool, initial map[uint64]dragonboat.Target, join bool) error {
 	scfg := shard.Config{ShardID: id, Tag: tag, OwnsRoot: ownsRoot,
 		Dir: filepath.Join(s.cfg.DataDir, "corral", "shards", fmt.Sprintf("%d", id)), ExtendedTypes: s.cfg.ExtendedTypes,
-		Listener: shardListener{s}, Logger: s.log.With("shard", id)}
+		Listener: shardListener{s}, Logger: s.log} // the replica adds the shard attribute
 	s.shardTestingKnobs(&scfg)
 	if sh := s.router.Shard(id); sh != nil {
 		scfg.Taps = sh.Taps
