@@ -249,6 +249,16 @@ func testMoveCoordinatorDies(t *testing.T, step string) {
 			t.Fatal(err)
 		}
 	}
+	// Before the writer starts: without -tags corraltesting SetTxnHook skips the test.
+	reached := make(chan struct{})
+	release := make(chan struct{})
+	coord := cl.Server(2).Router()
+	testcluster.SetTxnHook(t, coord, func(s string) {
+		if s == step {
+			close(reached)
+			<-release
+		}
+	})
 	var stop atomic.Bool
 	var acked atomic.Int64
 	werr := make(chan error, 1)
@@ -272,15 +282,6 @@ func testMoveCoordinatorDies(t *testing.T, step string) {
 		}
 	}()
 
-	reached := make(chan struct{})
-	release := make(chan struct{})
-	coord := cl.Server(2).Router()
-	testcluster.SetTxnHook(t, coord, func(s string) {
-		if s == step {
-			close(reached)
-			<-release
-		}
-	})
 	moveErr := make(chan error, 1)
 	go func() {
 		_, err := coord.Move(ctx, top, to)
