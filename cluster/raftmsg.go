@@ -12,7 +12,7 @@ import (
 //
 // Why Corral changes it: a leader replicating to a follower that is behind (restarted, or
 // slow) sends it one message per heartbeat response while the follower is in retry state, each
-// read from the log up to this bound. With 64 MiB, 10 ms ticks and a 20 ms heartbeat, a
+// read from the log up to this bound. With 64 MiB and a 20 ms heartbeat (the timing then), a
 // restarted follower under write load made each leader read and decode gigabytes per second:
 // servers grew to 4–11 GB and the ensemble stalled for 6–13 s (docs/benchmarks.md, "Overload").
 // At 4 MiB the longest stall fell to 0.4-4.3 s, at 1 MiB to 0.2 s (two runs each of the A/B in
