@@ -120,7 +120,9 @@ func NewManager(o Options) *Manager {
 
 // Stop stops the manager's goroutines and waits for them.
 func (m *Manager) Stop() {
+	m.mu.Lock()
 	m.stop()
+	m.mu.Unlock()
 	m.wg.Wait()
 }
 
@@ -293,15 +295,40 @@ func (m *Manager) Close(ctx context.Context, id int64, epoch uint64) error {
 	}
 	latest, known := m.o.Table.OwnerEpoch(id)
 	fence := !(known && epoch != 0 && latest == epoch)
-	if err := m.cleanup(ctx, id, fence); err != nil {
+	if err := m.o.CloseOnShards(ctx, id, fence); err != nil {
 		return err
 	}
+	m.recordCleaned(id)
 	if fence {
 		m.closes[1].Add(1)
 	} else {
 		m.closes[0].Add(1)
 	}
 	return nil
+}
+
+// recordCleaned records in the background that a closed session's cleanup is done (the
+// session leaves the table). The close is complete for its client once no data shard holds its
+// ephemerals; the record is bookkeeping, and a record that never lands (this server stopped or
+// the proposal failed) is made again by the meta shard's leader, which cleans up every closing
+// session it finds (leaderDuties; the cleanup is idempotent). The goroutine belongs to the
+// manager: Stop ends and waits for it.
+func (m *Manager) recordCleaned(id int64) {
+	m.mu.Lock()
+	if m.ctx.Err() != nil {
+		m.mu.Unlock()
+		return
+	}
+	m.wg.Add(1) // under mu, which Stop takes to cancel: no Add once Stop waits
+	m.mu.Unlock()
+	go func() {
+		defer m.wg.Done()
+		ctx, cancel := context.WithTimeout(m.ctx, 30*time.Second)
+		defer cancel()
+		if _, err := m.o.Meta.Propose(ctx, EncodeCleaned(id)); err != nil && m.ctx.Err() == nil {
+			m.o.Log.Warn("recording a closed session as cleaned failed; the meta shard's leader will clean it up again", "session", hexID(id), "err", err)
+		}
+	}()
 }
 
 func (m *Manager) cleanup(ctx context.Context, id int64, fence bool) error {

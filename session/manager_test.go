@@ -21,9 +21,19 @@ type fakeMeta struct {
 	idx    uint64
 	leader bool
 	closes int
+	// holdCleaned, when set, keeps cleaned records from being proposed until it is closed (or
+	// the proposal's context ends).
+	holdCleaned chan struct{}
 }
 
-func (f *fakeMeta) Propose(_ context.Context, cmd []byte) (uint64, error) {
+func (f *fakeMeta) Propose(ctx context.Context, cmd []byte) (uint64, error) {
+	if cmd[0] == cmdCleaned && f.holdCleaned != nil {
+		select {
+		case <-f.holdCleaned:
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		}
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.idx++
@@ -234,6 +244,7 @@ func TestCloseFencesUnlessItsConnectionIsTheLatestOwner(t *testing.T) {
 		if fenced[c.id] != c.fence {
 			t.Errorf("close of %d with epoch %d: fence %v, want %v", c.id, c.epoch, fenced[c.id], c.fence)
 		}
+		waitCleaned(t, tb, c.id)
 		if _, ok := tb.OwnerEpoch(c.id); ok {
 			t.Errorf("epoch of cleaned session %d still known", c.id)
 		}
@@ -255,5 +266,66 @@ func TestCloseFencesUnlessItsConnectionIsTheLatestOwner(t *testing.T) {
 	}
 	if err := m.Close(ctx, 6, CreatedEpoch); err != nil || !fenced[6] {
 		t.Errorf("close after a snapshot load: fence %v, %v", fenced[6], err)
+	}
+}
+
+// waitCleaned waits until the session's cleaned record, which a close makes in the background,
+// removed it from the table.
+func waitCleaned(t *testing.T, tb *Table, id int64) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		if _, ok := tb.Get(id); !ok {
+			return
+		}
+	}
+	t.Fatalf("session %d still in the table 5 s after its close", id)
+}
+
+// TestCloseRepliesBeforeTheCleanedRecord: a client's close returns once the session is closed
+// on the meta shard and on the data shards; the record that its cleanup is done follows in the
+// background (the session stays in the table, closing, until it lands), and Stop ends a record
+// still pending.
+func TestCloseRepliesBeforeTheCleanedRecord(t *testing.T) {
+	tb := NewTable(nil)
+	meta := &fakeMeta{t: tb, holdCleaned: make(chan struct{})}
+	m := newTestManager(tb, meta, time.Now)
+	var onShards []int64
+	m.o.CloseOnShards = func(_ context.Context, id int64, _ bool) error { onShards = append(onShards, id); return nil }
+	ctx := context.Background()
+	for id := int64(1); id <= 2; id++ {
+		meta.Propose(ctx, EncodeCreate(Entry{ID: id, Passwd: []byte{1}, Timeout: 6000, Owner: 1}))
+	}
+	closed := make(chan error, 1)
+	go func() { closed <- m.Close(ctx, 1, CreatedEpoch) }()
+	select {
+	case err := <-closed:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Close waited for the cleaned record")
+	}
+	if len(onShards) != 1 || onShards[0] != 1 {
+		t.Fatalf("close returned before its data shards' round: %v", onShards)
+	}
+	if e, ok := tb.Get(1); !ok || !e.Closing {
+		t.Fatalf("session 1 after its close, before the cleaned record: %+v %v, want closing", e, ok)
+	}
+	close(meta.holdCleaned)
+	waitCleaned(t, tb, 1)
+
+	meta.holdCleaned = make(chan struct{}) // never released: Stop must end the pending record
+	if err := m.Close(ctx, 2, CreatedEpoch); err != nil {
+		t.Fatal(err)
+	}
+	stopped := make(chan struct{})
+	go func() { m.Stop(); close(stopped) }()
+	select {
+	case <-stopped:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Stop did not end a pending cleaned record")
+	}
+	if e, ok := tb.Get(2); !ok || !e.Closing {
+		t.Fatalf("session 2 with its cleaned record never made: %+v %v, want closing (the meta leader cleans it up)", e, ok)
 	}
 }
