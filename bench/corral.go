@@ -29,14 +29,15 @@ func (corralTarget) Sharded() bool { return true }
 func (corralTarget) Managed() bool { return true }
 
 // FindCorralBinary returns the corral binary to run: explicit if set, else this executable when
-// it is corral itself (`corral bench ...`, or `corral-testing bench ...`: the corraltesting
-// build that --delay needs), else bin/corral in the current directory or in the nearest parent
-// directory holding go.mod (tests run in bench/).
+// it is corral itself (`corral bench ...` under any file name: bin/corral, bin/corral-testing —
+// the corraltesting build that --delay needs —, or a copy of another commit for an A/B), else
+// bin/corral in the current directory or in the nearest parent directory holding go.mod (tests
+// run in bench/, as a Go test binary).
 func FindCorralBinary(explicit string) (string, error) {
 	if explicit != "" {
 		return checkExecutable(explicit)
 	}
-	if exe, err := os.Executable(); err == nil && (filepath.Base(exe) == "corral" || filepath.Base(exe) == "corral-testing") {
+	if exe, err := os.Executable(); err == nil && !isTestBinary(exe) {
 		return exe, nil
 	}
 	dir, err := os.Getwd()
@@ -58,6 +59,10 @@ func FindCorralBinary(explicit string) (string, error) {
 		dir = parent
 	}
 }
+
+// isTestBinary reports whether exe is a Go test binary (`go test` names them <package>.test):
+// the only other program that runs the bench package.
+func isTestBinary(exe string) bool { return strings.HasSuffix(filepath.Base(exe), ".test") }
 
 func checkExecutable(p string) (string, error) {
 	st, err := os.Stat(p)

@@ -183,3 +183,17 @@ func TestMatrixPlot(t *testing.T) {
 		t.Fatalf("one target drew %q, %v", name, err)
 	}
 }
+
+// TestCorralBinaryIsTheRunningOne: `corral bench` runs the servers from its own executable
+// whatever the file is called (an A/B copy of another commit included); only a Go test binary
+// looks for bin/corral instead.
+func TestCorralBinaryIsTheRunningOne(t *testing.T) {
+	for exe, test := range map[string]bool{
+		"/work/bin/corral": false, "/work/bin/corral-testing": false, "/tmp/base/corral-58a9a57": false,
+		"/tmp/go-build1/b001/bench.test": true,
+	} {
+		if isTestBinary(exe) != test {
+			t.Errorf("isTestBinary(%s) = %v", exe, !test)
+		}
+	}
+}
