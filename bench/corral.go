@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -191,13 +192,29 @@ func (c *corralCluster) Follower(ctx context.Context) int {
 	return firstOther(running, c.e.Leader())
 }
 
-// Describe says how many shards server i leads (for the failover events).
+// Describe says which shards server i leads, by Raft group id as /shards lists them (for the
+// failover events and the matrix's notes: a single-session row is forwarded or not by it).
 func (c *corralCluster) Describe(ctx context.Context, i int) string {
-	counts, total, err := c.leadership(ctx)
+	ls, err := c.shardLeaders(ctx)
 	if err != nil {
 		return ""
 	}
-	return fmt.Sprintf("leads %d of %d shards", counts[i], total)
+	return describeLeads(ls, i)
+}
+
+// describeLeads says which of the listed shards server i (myid−1) leads.
+func describeLeads(ls []corralproc.ShardLeader, i int) string {
+	counts, total := leadCounts(ls)
+	var led []string
+	for _, l := range ls {
+		if l.HasLeader && int(l.Leader)-1 == i {
+			led = append(led, strconv.FormatUint(l.Shard, 10))
+		}
+	}
+	if len(led) == 0 {
+		return fmt.Sprintf("leads 0 of %d shards", total)
+	}
+	return fmt.Sprintf("leads %d of %d shards (%s)", counts[i], total, strings.Join(led, ", "))
 }
 
 func (c *corralCluster) running() []bool {
@@ -211,7 +228,17 @@ func (c *corralCluster) running() []bool {
 // leadership reads /shards from the first running server that answers and counts the shards
 // each server (0-based index = myid−1) leads; total is the number of shards listed.
 func (c *corralCluster) leadership(ctx context.Context) (counts map[int]int, total int, err error) {
-	err = fmt.Errorf("bench: no corral server running")
+	ls, err := c.shardLeaders(ctx)
+	if err != nil {
+		return nil, 0, err
+	}
+	counts, total = leadCounts(ls)
+	return counts, total, nil
+}
+
+// shardLeaders reads /shards from the first running server that answers.
+func (c *corralCluster) shardLeaders(ctx context.Context) ([]corralproc.ShardLeader, error) {
+	err := fmt.Errorf("bench: no corral server running")
 	for i := range c.e.Size() {
 		if !c.e.Running(i) {
 			continue
@@ -227,10 +254,9 @@ func (c *corralCluster) leadership(ctx context.Context) (counts map[int]int, tot
 			err = fmt.Errorf("bench: /shards of server %d listed no shard", i+1)
 			continue
 		}
-		counts, total = leadCounts(ls)
-		return counts, total, nil
+		return ls, nil
 	}
-	return nil, 0, err
+	return nil, err
 }
 
 // leadCounts counts, per server index (myid−1), the shards with a leader that it leads.

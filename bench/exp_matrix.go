@@ -508,9 +508,9 @@ func (m *matrixRun) placementNote(parents []string) string {
 	if m.shards <= 1 {
 		return ""
 	}
-	ids := make([]uint64, m.shards)
+	ids := make([]uint64, m.shards) // Raft group ids as /shards lists them: 1 is the meta shard
 	for i := range ids {
-		ids[i] = uint64(i + 1)
+		ids[i] = uint64(i + 2)
 	}
 	var parts []string
 	used := map[uint64]bool{}
@@ -519,7 +519,7 @@ func (m *matrixRun) placementNote(parents []string) string {
 		used[s] = true
 		parts = append(parts, fmt.Sprintf("%s→%d", p, s))
 	}
-	return fmt.Sprintf("data shards (1-%d) by hash: %s (%d of %d used)", m.shards, strings.Join(parts, " "),
+	return fmt.Sprintf("data shards (ids 2-%d) by hash: %s (%d of %d used)", m.shards+1, strings.Join(parts, " "),
 		len(used), m.shards)
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -134,8 +135,14 @@ func TestMatrixHelpers(t *testing.T) {
 		t.Errorf("createdPaths: %v", lists)
 	}
 	m := &matrixRun{shards: 4}
-	if note := m.placementNote(subtreeNames("/m-", 8)); !strings.Contains(note, "/m-0→") || !strings.Contains(note, "of 4 used") {
+	note := m.placementNote(subtreeNames("/m-", 8))
+	if !strings.Contains(note, "/m-0→") || !strings.Contains(note, "of 4 used") || !strings.Contains(note, "ids 2-5") {
 		t.Errorf("placement note %q", note)
+	}
+	for _, id := range regexp.MustCompile(`→(\d+)`).FindAllStringSubmatch(note, -1) {
+		if id[1] < "2" || id[1] > "5" || len(id[1]) != 1 {
+			t.Errorf("placement note %q names shard %s, not a data shard id as /shards lists them", note, id[1])
+		}
 	}
 	if note := (&matrixRun{}).placementNote([]string{"/x"}); note != "" {
 		t.Errorf("unsharded placement note %q", note)

@@ -221,14 +221,21 @@ func TestCorralOptions(t *testing.T) {
 }
 
 // TestLeadership checks how the failover experiment picks Corral's leader (most shards led)
-// and follower (fewest, never the leader) from a /shards page.
+// and follower (fewest, never the leader) from a /shards page, and how a server's leadership
+// is described (which shard ids it leads; a shard without a leader counts for nobody).
 func TestLeadership(t *testing.T) {
-	counts, total := leadCounts([]corralproc.ShardLeader{
+	ls := []corralproc.ShardLeader{
 		{Shard: 1, Leader: 2, HasLeader: true}, {Shard: 2, Leader: 2, HasLeader: true},
 		{Shard: 3, Leader: 1, HasLeader: true}, {Shard: 4, Leader: 3, HasLeader: false},
-	})
+	}
+	counts, total := leadCounts(ls)
 	if total != 4 || counts[1] != 2 || counts[0] != 1 || len(counts) != 2 {
 		t.Fatalf("counts %v total %d", counts, total)
+	}
+	for i, want := range []string{"leads 1 of 4 shards (3)", "leads 2 of 4 shards (1, 2)", "leads 0 of 4 shards"} {
+		if got := describeLeads(ls, i); got != want {
+			t.Errorf("describeLeads(server %d) = %q, want %q", i+1, got, want)
+		}
 	}
 	all := []bool{true, true, true}
 	if l := mostLeading(counts, 3); l != 1 {
