@@ -289,6 +289,7 @@ func (m *Manager) TakeOver(ctx context.Context, id int64) (epoch uint64, err err
 // connection took the session over, and none can now — no write of the session is left to
 // apply anywhere, and the shards are closed in one round instead of fence-then-delete. In
 // every other case (an expiry, another owner, an epoch the table does not know) the two rounds.
+// It returns once the shards are closed; the cleaned record follows (recordCleaned).
 func (m *Manager) Close(ctx context.Context, id int64, epoch uint64) error {
 	if _, err := m.o.Meta.Propose(ctx, EncodeClose(id, m.o.Now().UnixMilli(), false)); err != nil {
 		return err
