@@ -121,3 +121,56 @@ func TestLogFileFSKeepsTheLog(t *testing.T) {
 		}
 	}
 }
+
+// TestLogFileSyncedBeforeClose: closing a log file (tan does when it starts the next one, in the
+// middle of a save) syncs what was written to it first, on both paths: the preallocated file and
+// a file tan writes its own way. Without it a save of several replicas' updates could report
+// durable an update left unsynced in the file it closed (serverlog.go).
+func TestLogFileSyncedBeforeClose(t *testing.T) {
+	fsys := newLogFileFS(vfs.Default, slog.Default())
+	var synced []int
+	fsys.sync = func(fd int) error {
+		synced = append(synced, fd)
+		return fdatasync(fd)
+	}
+	f, err := fsys.Create(filepath.Join(t.TempDir(), "000001.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lf, ok := f.(*logFile)
+	if !ok {
+		t.Skipf("log file not preallocated here (%T)", f)
+	}
+	fd := int(lf.osf.Fd())
+	if _, err := f.Write([]byte("record")); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if len(synced) != 1 || synced[0] != fd {
+		t.Fatalf("syncs before close: %v, want one of fd %d", synced, fd)
+	}
+
+	var plainSyncs int
+	plain := syncedOnClose{File: countingFile{File: mustCreate(t), syncs: &plainSyncs}}
+	if err := plain.Close(); err != nil || plainSyncs != 1 {
+		t.Fatalf("unallocated file: close %v after %d syncs, want 1", err, plainSyncs)
+	}
+}
+
+type countingFile struct {
+	vfs.File
+	syncs *int
+}
+
+func (f countingFile) Sync() error { *f.syncs++; return f.File.Sync() }
+
+func mustCreate(t *testing.T) vfs.File {
+	t.Helper()
+	f, err := vfs.Default.Create(filepath.Join(t.TempDir(), "000002.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}

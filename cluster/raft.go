@@ -15,7 +15,6 @@ import (
 	"github.com/lni/dragonboat/v4"
 	"github.com/lni/dragonboat/v4/config"
 	dblogger "github.com/lni/dragonboat/v4/logger"
-	"github.com/lni/dragonboat/v4/plugin/tan"
 	"github.com/lni/dragonboat/v4/raftio"
 	sm "github.com/lni/dragonboat/v4/statemachine"
 	"github.com/lni/vfs"
@@ -58,8 +57,13 @@ func (s *Node) startRaft() error {
 	}
 	self := cfg.Self()
 	tick, electionTicks, heartbeatTicks := cfg.raftTicks()
+	nodeHostDir := filepath.Join(base, "nodehost")
+	logStore, err := logStoreFor(nodeHostDir)
+	if err != nil {
+		return err
+	}
 	nhc := config.NodeHostConfig{
-		NodeHostDir:    filepath.Join(base, "nodehost"),
+		NodeHostDir:    nodeHostDir,
 		RTTMillisecond: uint64(tick / time.Millisecond),
 		RaftAddress:    self.RaftAddress(),
 		// tan, dragonboat's append-only log store: the pebble-based default spent about a
@@ -67,8 +71,10 @@ func (s *Node) startRaft() error {
 		// raftnet: dragonboat's framing, but a restarted peer's stale links are replaced
 		// instead of tripping dragonboat's per-peer circuit breaker (raftnet/doc.go).
 		// logFileFS: tan's log files allocated up front and synced with fdatasync (logfile.go).
+		// logStore: one log for all of the server's replicas, saved with group commit
+		// (serverlog.go), or a log per replica in a directory written that way.
 		Expert: config.ExpertConfig{FS: newLogFileFS(vfs.Default, s.log), LogDB: logDBConfig(),
-			LogDBFactory:     stateFillingFactory{inner: tan.Factory, tail: &s.logTail, tailBytes: cfg.RaftTailBytes},
+			LogDBFactory:     stateFillingFactory{inner: logStore, tail: &s.logTail, tailBytes: cfg.RaftTailBytes},
 			TransportFactory: raftnet.Factory{Log: s.log, TLS: s.startQuorumTLS()}},
 		RaftEventListener:   leaderListener{s},
 		EnableMetrics:       true,

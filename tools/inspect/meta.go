@@ -38,7 +38,7 @@ type MetaReport struct {
 // then the committed entries after it from dragonboat's tan log files, applied by
 // session.Table. Everything is read with plain reads; nothing is written.
 func (l *Layout) readMeta() (*MetaReport, error) {
-	dir, err := l.metaLogDir()
+	dir, logShardID, err := l.metaLogDir()
 	if err != nil {
 		return nil, err
 	}
@@ -54,7 +54,7 @@ func (l *Layout) readMeta() (*MetaReport, error) {
 	)
 	for _, fn := range logs {
 		err := readLogFile(fn, func(u *pb.Update) {
-			if u.ShardID != metaShardID {
+			if u.ShardID != logShardID || l.MyID != 0 && u.ReplicaID != l.MyID {
 				return
 			}
 			if len(u.EntriesToSave) == 0 && pb.IsEmptySnapshot(u.Snapshot) && u.Term == compactionFlag {
@@ -123,9 +123,12 @@ func (l *Layout) readMeta() (*MetaReport, error) {
 // compactionFlag is the Term tan gives its compaction records (internal/tan/db.go).
 const compactionFlag uint64 = 1<<64 - 1 - 2
 
-// metaLogDir finds the meta shard's replica log directory:
-// <nodehost or WAL dir>/<hostname>/<deployment id>/tandb/node-1-<replica id>.
-func (l *Layout) metaLogDir() (string, error) {
+// metaLogDir finds the log directory holding the meta shard's replica and the shard id its
+// records carry there. A server started on a new directory keeps one log for all its replicas
+// (cluster/serverlog.go): <nodehost or WAL dir>/<hostname>/<deployment id>/tandb/shard-0, where
+// shard s is recorded as s<<4. A directory written before that has a log per replica:
+// .../tandb/node-1-<replica id>.
+func (l *Layout) metaLogDir() (string, uint64, error) {
 	var bases []string
 	if l.DataLogDir != "" {
 		bases = append(bases, filepath.Join(l.DataLogDir, "corral-wal"))
@@ -137,6 +140,18 @@ func (l *Layout) metaLogDir() (string, error) {
 		found = append(found, m...)
 		if len(found) > 0 {
 			break
+		}
+	}
+	if len(found) == 0 {
+		for _, b := range bases {
+			m, _ := filepath.Glob(filepath.Join(b, "*", "*", "tandb", "shard-0"))
+			switch len(m) {
+			case 0:
+				continue
+			case 1:
+				return m[0], metaShardID << serverLogShift, nil
+			}
+			return "", 0, fmt.Errorf("several server logs: %s", strings.Join(m, ", "))
 		}
 	}
 	if l.MyID != 0 {
@@ -151,12 +166,15 @@ func (l *Layout) metaLogDir() (string, error) {
 	}
 	switch len(found) {
 	case 0:
-		return "", fmt.Errorf("no Raft log of the meta shard below %s", strings.Join(bases, " or "))
+		return "", 0, fmt.Errorf("no Raft log of the meta shard below %s", strings.Join(bases, " or "))
 	case 1:
-		return found[0], nil
+		return found[0], metaShardID, nil
 	}
-	return "", fmt.Errorf("several Raft logs of the meta shard: %s", strings.Join(found, ", "))
+	return "", 0, fmt.Errorf("several Raft logs of the meta shard: %s", strings.Join(found, ", "))
 }
+
+// serverLogShift is cluster.serverLogShift: the server log records shard s as s<<4.
+const serverLogShift = 4
 
 func logNum(path string) uint64 {
 	n, _ := strconv.ParseUint(strings.TrimSuffix(filepath.Base(path), ".log"), 10, 64)
