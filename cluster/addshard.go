@@ -86,6 +86,7 @@ func (s *Node) startDataShard(id uint64, tag uint8, ownsRoot bool, initial map[u
 		Dir: filepath.Join(s.cfg.DataDir, "corral", "shards", fmt.Sprintf("%d", id)), ExtendedTypes: s.cfg.ExtendedTypes,
 		Listener: shardListener{s}, Logger: s.log} // the replica adds the shard attribute
 	s.shardTestingKnobs(&scfg)
+	s.syncDirty(&scfg)
 	if sh := s.router.Shard(id); sh != nil {
 		scfg.Taps = sh.Taps
 	}

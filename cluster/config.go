@@ -90,6 +90,10 @@ type Config struct {
 	HeartbeatInterval time.Duration
 	ContainerCheck    time.Duration // znode.container.checkIntervalMs
 	SnapshotEntries   uint64        // corral.snapshotEntries: Raft entries between snapshots
+	// SyncDirtyZnodes (corral.syncDirtyZnodes) asks for a data replica's state sync as soon as
+	// it holds that many changed znodes not yet written to its store, whatever the entry count;
+	// 0 leaves syncs to SnapshotEntries alone (syncdirty.go).
+	SyncDirtyZnodes uint64
 	// RaftQueueBytes bounds each Raft send queue (per peer connection) and receive queue (per
 	// replica) in bytes (corral.raftQueueBytes). dragonboat's default is no bound: the queues
 	// to a slow or restarted peer then grow with the write load. A message over the bound is
@@ -160,6 +164,7 @@ func DefaultConfig() Config {
 		HeartbeatInterval: 50 * time.Millisecond,
 		ContainerCheck:    60 * time.Second,
 		SnapshotEntries:   20000,
+		SyncDirtyZnodes:   8192,
 		RaftQueueBytes:    64 << 20,
 		RaftMessageBytes:  1 << 20,
 		RaftTailBytes:     tailBudget,
@@ -397,6 +402,8 @@ func (c *Config) set(k, v string, minST, maxST *time.Duration) error {
 		c.Placement = p
 	case k == "corral.snapshotEntries":
 		c.SnapshotEntries, err = atLeast(10)
+	case k == "corral.syncDirtyZnodes":
+		c.SyncDirtyZnodes, err = atLeast(0)
 	case k == "corral.raftQueueBytes":
 		c.RaftQueueBytes, err = atLeast(1 << 20)
 	case k == "corral.raftMessageBytes":

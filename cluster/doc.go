@@ -7,7 +7,9 @@
 // Files by concern: config.go (zoo.cfg), server.go (Node, Start, Close), raft.go (NodeHost,
 // replicas, proposals, catch-up rounds, leader listener), clientport.go, admin.go (admin HTTP and
 // gauges), membership.go, addshard.go, balance.go, move.go, backup.go and restore.go, tls.go,
-// logdb.go, logfile.go and logcache.go (the Raft log store), loops.go (background loops).
+// serverlog.go, logdb.go, logfile.go and logcache.go (the Raft log store: one log per server,
+// group commit), syncdirty.go (early state syncs of data replicas), loops.go (background
+// loops).
 //
 // Shard ids: the meta shard is 1; the data shards of the first start are 2..N+1 and carry zxid
 // tags 1..N; data shards added online (addshard.go, docs/design.md §12) take the next ids and
@@ -22,7 +24,7 @@
 // Start blocks until every shard it knows of — added ones included — has a leader, a published
 // view and has caught up, so a server that accepts clients can serve them. Goroutines: the
 // background loops (Node.every: replica freshness, membership, format level, transaction
-// recovery, container expiry, leader balancing), the shard starter, the client port and the
-// admin server; each runs until the server's context ends and is in its wait group. Close stops the client port first, then the
+// recovery, container expiry, leader balancing), the shard starter, the sync requester, the
+// client port and the admin server; each runs until the server's context ends and is in its wait group. Close stops the client port first, then the
 // proposers and loops, then the NodeHost, and waits for every goroutine it started.
 package cluster

@@ -126,6 +126,9 @@ func (s *Node) startRaft() error {
 	s.added.raftCfg, s.added.metrics = raftCfg, pm
 	s.wg.Add(1)
 	go s.runShardStarter() // before the root shard opens: it may list added shards
+	s.syncReqs.pending, s.syncReqs.wake = map[uint64]bool{}, make(chan struct{}, 1)
+	s.wg.Add(1)
+	go s.runSyncRequester()
 
 	s.table = session.NewTable(func(c session.Change) {
 		if srv := s.srvPtr.Load(); srv != nil {

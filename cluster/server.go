@@ -55,6 +55,7 @@ type Node struct {
 	balance       balanceState // owned by balanceOnce (one goroutine, see every)
 	members       memberState  // membership.go
 	added         addedState   // addshard.go
+	syncReqs      syncRequests // syncdirty.go
 	leaders       leaderEpochs
 	ready         atomic.Bool
 	ctx           context.Context

@@ -225,6 +225,8 @@
 // the current version of every marked node with "ma" and "mz" in one batch and flush it. The
 // Raft log is the durability point and the store has no WAL of its own: dragonboat compacts the
 // log only below the index of the last successful Sync, so the log always covers what is not
-// written. Snapshots
+// written. dragonboat asks for a Sync every corral.snapshotEntries entries; a replica that
+// marked Config.SyncDirty nodes calls Config.RequestSync to ask for one sooner, because the
+// shard applies nothing while a Sync writes. Snapshots
 // stream a pebble snapshot; recovery builds a fresh DB directory and swaps `current` atomically.
 package shard

@@ -37,6 +37,14 @@ type Config struct {
 	Taps *Taps
 	// Logger; nil means slog.Default().
 	Logger *slog.Logger
+	// SyncDirty, when positive with RequestSync set, bounds the changed znodes a replica holds
+	// in memory only: an Update that leaves at least SyncDirty of them calls RequestSync, which
+	// asks dragonboat for a state sync (a snapshot of the on-disk state machine: Sync, then log
+	// compaction) without waiting for corral.snapshotEntries entries. RequestSync is called on
+	// the apply goroutine and must not block; it is called again after syncRequestRetry if no
+	// Sync came.
+	SyncDirty   int
+	RequestSync func()
 
 	hooks testHooks // test-only behaviours of corraltesting builds (testhooks.go)
 }
@@ -76,7 +84,13 @@ type Machine struct {
 	closed atomic.Bool
 
 	quotaLog quotaLogLimit // quota messages of apply (quota.go); apply goroutine only
+	// syncAsked is when RequestSync was last called since the last Sync (zero: not asked).
+	syncAsked time.Time
 }
+
+// syncRequestRetry is how long an Update waits for the Sync it asked for before asking again
+// (a request dragonboat refused, or one that came while a snapshot was being taken).
+const syncRequestRetry = time.Second
 
 var _ sm.IOnDiskStateMachine = (*Machine)(nil)
 
@@ -208,7 +222,24 @@ func (m *Machine) Update(ents []sm.Entry) ([]sm.Entry, error) {
 	// them, and dragonboat compacts it only below the index of the last successful Sync.
 	m.cfg.hooks.afterApply(ops)
 	m.publish(events)
+	m.askSync()
 	return ents, nil
+}
+
+// askSync asks for a state sync when the replica holds SyncDirty changed znodes or more that
+// only memory and the Raft log hold. A sync writes every one of them while the shard applies
+// nothing (docs/storage.md, "The cost of a Sync"); left to the entry count, a bulk load's
+// changes wait for it and then stall the shard for as long as they take to write.
+func (m *Machine) askSync() {
+	if m.cfg.RequestSync == nil || m.cfg.SyncDirty <= 0 || len(m.state.dirty.nodes) < m.cfg.SyncDirty {
+		return
+	}
+	now := time.Now()
+	if !m.syncAsked.IsZero() && now.Sub(m.syncAsked) < syncRequestRetry {
+		return
+	}
+	m.syncAsked = now
+	m.cfg.RequestSync()
 }
 
 // flushDirty writes every change since the last flush, with the applied index and the last
@@ -245,6 +276,7 @@ func (m *Machine) Sync() error {
 	}
 	start := time.Now()
 	nodes := len(m.state.dirty.nodes)
+	m.syncAsked = time.Time{}
 	if err := m.flushDirty(); err != nil {
 		return err
 	}
@@ -257,6 +289,8 @@ func (m *Machine) Sync() error {
 	if d := time.Since(start); d >= slowSync {
 		m.log.Info("slow state sync: the shard applied nothing meanwhile", "took", d.Round(time.Millisecond),
 			"writing", written.Round(time.Millisecond), "nodes", nodes, "applied", m.applied)
+	} else {
+		m.log.Debug("state synced", "took", d.Round(time.Millisecond), "nodes", nodes, "applied", m.applied)
 	}
 	return nil
 }

@@ -3,12 +3,14 @@ package shard
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"reflect"
 	"sync"
 	"testing"
+	"time"
 
 	sm "github.com/lni/dragonboat/v4/statemachine"
 
@@ -363,5 +365,55 @@ func TestMachineCrashReopensAtLastSync(t *testing.T) {
 	update(t, m2, entries(3, batch(9, 3, 0, opCreate("/c", nil, 0)), batch(9, 4, 0, opCreate("/d", nil, 0))))
 	if !bytes.Equal(canonical(m2), want) {
 		t.Fatal("replaying the log after the last Sync did not give the crashed replica's state")
+	}
+}
+
+// TestSyncAskedForAtDirtyLimit: an Update that leaves SyncDirty changed znodes or more asks for
+// a state sync once; it asks again only after syncRequestRetry without a Sync, and a Sync
+// writes them and re-arms the request.
+func TestSyncAskedForAtDirtyLimit(t *testing.T) {
+	cfg := testConfig(t.TempDir(), nil)
+	var asked int
+	cfg.SyncDirty, cfg.RequestSync = 100, func() { asked++ }
+	m, idx := openMachine(t, cfg)
+	defer m.Close()
+	create := func(from, n int) {
+		t.Helper()
+		var ops []Op
+		for i := from; i < from+n; i++ {
+			ops = append(ops, opCreate(fmt.Sprintf("/n%d", i), nil, 0))
+		}
+		idx++
+		if _, err := m.Update([]sm.Entry{{Index: idx, Cmd: batch(1, idx, 0, ops...).AppendTo(nil)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	create(0, 60) // 60 dirty (and the root's child count): below the limit
+	if asked != 0 {
+		t.Fatalf("asked %d times below the limit", asked)
+	}
+	create(60, 60)
+	create(120, 60)
+	if asked != 1 {
+		t.Fatalf("asked %d times after crossing the limit, want 1 (no repeat within %v)", asked, syncRequestRetry)
+	}
+	m.syncAsked = time.Now().Add(-syncRequestRetry) // the request went unanswered that long
+	create(180, 1)
+	if asked != 2 {
+		t.Fatalf("asked %d times after %v without a Sync, want 2", asked, syncRequestRetry)
+	}
+	if err := m.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(m.state.dirty.nodes); n != 0 {
+		t.Fatalf("%d dirty znodes after Sync", n)
+	}
+	create(200, 90)
+	if asked != 2 {
+		t.Fatalf("asked again below the limit after a Sync (%d)", asked)
+	}
+	create(300, 20)
+	if asked != 3 {
+		t.Fatalf("asked %d times after a Sync and the limit crossed again, want 3", asked)
 	}
 }
