@@ -20,7 +20,7 @@ import (
 // minutes later that stalled the shard for up to 1.65 s on a loaded 2-core machine (matrix
 // run 9, docs/benchmarks.md). So a replica that holds corral.syncDirtyZnodes changed znodes
 // asks for its sync at once: it calls the shard's RequestSync on its apply goroutine, which
-// only queues the shard id, and syncRequester asks dragonboat (NodeHost.RequestSnapshot; for
+// only queues the shard id, and runSyncRequester asks dragonboat (NodeHost.RequestSnapshot; for
 // an on-disk state machine that is the same Sync and log compaction as the periodic one).
 
 // syncRequests is the queue of shards whose replica asked for a sync.
