@@ -194,17 +194,33 @@ func (s *Node) proposeFunc(shardID uint64) router.ProposeFunc {
 // applies a write of the session after any of its ephemerals is gone: a lock holder's late
 // write cannot land after another client saw the lock released and took it (docs/design.md
 // §4, rule 5). Without fence (the session manager knows no write of the session is left to
-// apply anywhere), the second round alone, which records the tombstone too.
-func (s *Node) closeOnShards(ctx context.Context, id int64, fence bool) error {
+// apply anywhere), the second round alone, which records the tombstone too; only on the shards
+// the session wrote to when written is Complete, and then, if a subtree moved meanwhile (the
+// mount table's generation is not written.Gen any more: an ephemeral may have moved with its
+// subtree to a shard the session never wrote to), on every shard too. A move that carried an
+// ephemeral away before the close reached its shard is applied here before that close
+// (each replica applies in log order, and the mount table changes as the move applies).
+func (s *Node) closeOnShards(ctx context.Context, id int64, fence bool, written session.Written) error {
 	if fence {
 		if err := s.closeRound(ctx, id, shard.CloseSessionFence()); err != nil {
 			return err
+		}
+	}
+	if !fence && written.Complete {
+		op := shard.Op{Session: id, Code: wire.OpCloseSession}
+		s.closeOps.Add(uint64(len(written.Shards)))
+		if err := s.router.OnShards(ctx, written.Shards, op); err != nil {
+			return err
+		}
+		if s.router.MountGen() == written.Gen {
+			return nil
 		}
 	}
 	return s.closeRound(ctx, id, nil)
 }
 
 func (s *Node) closeRound(ctx context.Context, id int64, body []byte) error {
+	s.closeOps.Add(uint64(len(s.router.Shards())))
 	return s.router.OnEveryShard(ctx, shard.Op{Session: id, Code: wire.OpCloseSession, Body: body})
 }
 

@@ -56,11 +56,14 @@ type Node struct {
 	members       memberState  // membership.go
 	added         addedState   // addshard.go
 	syncReqs      syncRequests // syncdirty.go
-	leaders       leaderEpochs
-	ready         atomic.Bool
-	ctx           context.Context
-	cancel        context.CancelFunc
-	wg            sync.WaitGroup
+	// closeOps counts the data-shard closeSession ops this server proposed (closeOnShards): one
+	// per shard per round.
+	closeOps atomic.Uint64
+	leaders  leaderEpochs
+	ready    atomic.Bool
+	ctx      context.Context
+	cancel   context.CancelFunc
+	wg       sync.WaitGroup
 }
 
 // Start runs a server from cfg and returns once it accepts clients.

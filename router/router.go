@@ -92,6 +92,7 @@ type Router struct {
 	placement Placement
 	mounts    atomic.Pointer[[]Mount] // sorted by descending path length
 	mountMu   sync.Mutex              // serialises changes of mounts and of set
+	mountGen  atomic.Uint64           // MountGen
 	maxZxid   atomic.Int64
 	sync      SyncFunc
 	txn       txnOptions
@@ -138,8 +139,13 @@ func (r *Router) SetMounts(m []Mount) {
 	r.storeMounts(append([]Mount(nil), m...))
 }
 
+// MountGen returns the mount table's generation, which grows every time the table changes (a
+// subtree moved, or the table was set).
+func (r *Router) MountGen() uint64 { return r.mountGen.Load() }
+
 // storeMounts publishes the mount table cp (which it sorts); r.mountMu is held.
 func (r *Router) storeMounts(cp []Mount) {
+	defer r.mountGen.Add(1)
 	in := map[uint64]bool{}
 	for _, mt := range cp {
 		in[mt.ShardID] = true

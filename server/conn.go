@@ -48,7 +48,10 @@ type conn struct {
 	// is closed once every data shard recorded it after a take-over (owner.go): no write of the
 	// connection is proposed before (request goroutine only, after the handshake).
 	epoch uint64
-	owned chan struct{}
+	// written is the data shards the session wrote to, tracked when this connection created
+	// it (written.go); nil otherwise.
+	written *writtenShards
+	owned   chan struct{}
 	// watched is set once the connection registered a watch: its reads then also catch up the
 	// other shards, so events of changes a reply depends on are queued before it.
 	watched atomic.Bool
@@ -541,6 +544,7 @@ func (c *conn) handshake(r *bufio.Reader) bool {
 		resp.SessionID, resp.Passwd = id, pw
 		if c.epochs() {
 			c.epoch = session.CreatedEpoch
+			c.written = &writtenShards{gen: c.s.o.Router.MountGen()}
 		}
 	} else {
 		// The local table may be stale (this server was cut off or paused): it decides only

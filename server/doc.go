@@ -26,6 +26,8 @@
 //     reflect everything the connection depends on (router.EnsureClosed); a connection holding
 //     watches also catches up the other shards to the view it read, so events precede replies.
 //     Writes spanning shards run as cross-shard transactions (route.go).
+//   - closeSession on the connection that created the session ends it on the data shards the
+//     session wrote to, which the connection notes before it submits each write (written.go).
 //
 // Dispatch: handle.go's table (handlers) maps each opcode to one handler. Writes, sync, ping,
 // auth, sasl, closeSession and the opcodes only servers send get the raw body and order

@@ -236,6 +236,7 @@ func (c *conn) runGroup(g *writeGroup) {
 	if g.after != nil {
 		req.After = g.after.commits
 	}
+	c.written.noteRoles(roles)
 	res, err := r.RunTxn(ctx, req, roles)
 	if g.commits.Handed() {
 		c.s.o.Metrics.groupCommitsHanded.Inc()

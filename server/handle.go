@@ -635,6 +635,7 @@ func (c *conn) propose(sl *slot, h wire.RequestHeader, rec wire.Record, op shard
 			c.completeWrite(sl, h, rec, res)
 		}
 	}}
+	c.written.note(sh.ID)
 	sh.Proposer.Submit(r)
 	return r
 }
@@ -710,7 +711,7 @@ func (c *conn) handleClose(h wire.RequestHeader, _ []byte) bool {
 	ctx, cancel := context.WithTimeout(context.Background(), c.writeTimeout())
 	defer cancel()
 	c.closingSession.Store(true)
-	if err := c.s.o.Sessions.Close(ctx, c.sessionID, c.epoch); err != nil {
+	if err := c.s.o.Sessions.Close(ctx, c.sessionID, c.epoch, c.written.scope()); err != nil {
 		c.s.o.Log.Warn("closeSession did not complete; the session will expire instead", "session", sessionHex(c.sessionID), "err", err)
 	}
 	c.reply(h.Xid, wire.ErrOK, nil)

@@ -159,6 +159,7 @@ func (c *conn) handleTxn(h wire.RequestHeader, m wire.MultiRequest, roles map[ui
 
 // runTxn runs a cross-shard transaction and completes its slot with the reply.
 func (c *conn) runTxn(ctx context.Context, sl *slot, h wire.RequestHeader, req *router.TxnRequest, roles map[uint64][]shard.TxnRole, single bool) {
+	c.written.noteRoles(roles)
 	res, err := c.s.o.Router.RunTxn(ctx, req, roles)
 	if err != nil {
 		c.writeFailed(sl, err)
@@ -293,6 +294,7 @@ func (c *conn) reroute(sl *slot, h wire.RequestHeader, rec wire.Record, op shard
 				op.ViewZxid = max(op.ViewZxid, moveZxid)
 			}
 			got := make(chan result, 1)
+			c.written.note(plan.sh.ID)
 			plan.sh.Proposer.Submit(&router.Request{Op: op, Done: func(res shard.OpResult, err error) {
 				got <- result{res, err}
 			}})

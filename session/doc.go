@@ -31,7 +31,8 @@
 // every data shard for each closing session, in two rounds (tombstone everywhere, then delete
 // the ephemerals), until all have applied it, then proposes Cleaned. A client's own close does
 // the same from the server it is connected to (one round when its connection is the session's
-// latest owner), answers once the shards applied it and proposes Cleaned in the background; a
+// latest owner, only on the shards the session wrote to when that connection created it:
+// Written), answers once the shards applied it and proposes Cleaned in the background; a
 // Cleaned that never lands leaves the session closing for the meta leader. A data shard refuses every
 // later write of a session it holds a tombstone of, so an ephemeral never outlives its session
 // and no write of the session lands after any of its ephemerals is gone.

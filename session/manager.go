@@ -34,10 +34,22 @@ type Options struct {
 	// applied it (idempotent), or with an error. With fence, in two rounds (docs/design.md §4,
 	// rule 5): every shard records the session's tombstone, then every shard deletes its
 	// ephemerals. Without, in one round that does both: Close asks for that only when no write
-	// of the session can still be applied anywhere (see Close).
-	CloseOnShards func(ctx context.Context, id int64, fence bool) error
+	// of the session can still be applied anywhere (see Close), and then only on the shards in
+	// written when it is Complete.
+	CloseOnShards func(ctx context.Context, id int64, fence bool, written Written) error
 	Log           *slog.Logger
 	Now           func() time.Time
+}
+
+// Written is what the server closing a session knows of the data shards the session wrote to
+// (server/written.go). When Complete, Shards are every data shard that can hold a trace of the
+// session (an ephemeral, a stub of one, an ownership record), as long as no subtree moved since
+// the router's mount table generation Gen: every write of the session was sent by this server,
+// which noted its shards first. Otherwise (the zero value) any shard can.
+type Written struct {
+	Complete bool
+	Shards   []uint64
+	Gen      uint64
 }
 
 // ErrExpired reports a session that is unknown, closing or has a wrong password.
@@ -289,14 +301,20 @@ func (m *Manager) TakeOver(ctx context.Context, id int64) (epoch uint64, err err
 // connection took the session over, and none can now — no write of the session is left to
 // apply anywhere, and the shards are closed in one round instead of fence-then-delete. In
 // every other case (an expiry, another owner, an epoch the table does not know) the two rounds.
-// It returns once the shards are closed; the cleaned record follows (recordCleaned).
-func (m *Manager) Close(ctx context.Context, id int64, epoch uint64) error {
+// The one round goes to the shards of written when it is Complete (a session that wrote to one
+// shard costs one shard's round, as its close costs ZooKeeper one transaction), the two rounds
+// to every shard. It returns once the shards are closed; the cleaned record follows
+// (recordCleaned).
+func (m *Manager) Close(ctx context.Context, id int64, epoch uint64, written Written) error {
 	if _, err := m.o.Meta.Propose(ctx, EncodeClose(id, m.o.Now().UnixMilli(), false)); err != nil {
 		return err
 	}
 	latest, known := m.o.Table.OwnerEpoch(id)
 	fence := !(known && epoch != 0 && latest == epoch)
-	if err := m.o.CloseOnShards(ctx, id, fence); err != nil {
+	if fence {
+		written = Written{}
+	}
+	if err := m.o.CloseOnShards(ctx, id, fence, written); err != nil {
 		return err
 	}
 	m.recordCleaned(id)
@@ -333,7 +351,7 @@ func (m *Manager) recordCleaned(id int64) {
 }
 
 func (m *Manager) cleanup(ctx context.Context, id int64, fence bool) error {
-	if err := m.o.CloseOnShards(ctx, id, fence); err != nil {
+	if err := m.o.CloseOnShards(ctx, id, fence, Written{}); err != nil {
 		return err
 	}
 	_, err := m.o.Meta.Propose(ctx, EncodeCleaned(id))

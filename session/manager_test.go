@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"reflect"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -67,7 +68,7 @@ func TestNewLeaderGrantsFullTimeout(t *testing.T) {
 	}
 	var unfenced atomic.Int32
 	m := &Manager{o: Options{Self: 1, Tick: time.Hour, Table: tb, Meta: meta, Now: clock,
-		CloseOnShards: func(_ context.Context, _ int64, fence bool) error {
+		CloseOnShards: func(_ context.Context, _ int64, fence bool, _ Written) error {
 			if !fence {
 				unfenced.Add(1)
 			}
@@ -103,7 +104,7 @@ func discardLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Disca
 
 func newTestManager(tb *Table, meta *fakeMeta, clock func() time.Time) *Manager {
 	m := &Manager{o: Options{Self: 1, Tick: time.Hour, Table: tb, Meta: meta, Now: clock, Log: discardLogger(),
-		CloseOnShards: func(context.Context, int64, bool) error { return nil }}, kick: make(chan struct{}, 1)}
+		CloseOnShards: func(context.Context, int64, bool, Written) error { return nil }}, kick: make(chan struct{}, 1)}
 	m.mu.cleaning = map[int64]bool{}
 	m.mu.active = map[int64]time.Time{}
 	m.mu.heard = map[int64]time.Time{}
@@ -206,14 +207,21 @@ func TestRenewalMovesLeaseOnlyForLiveOwnedSessions(t *testing.T) {
 // TestCloseFencesUnlessItsConnectionIsTheLatestOwner: a client's close ends the session on the
 // data shards in one round only when the closing connection's epoch is the latest owner's in
 // the table with the close applied; an older owner's close, a connection without an epoch, a
-// session the table learned from a snapshot, and an expiry all take the fence round first.
+// session the table learned from a snapshot, and an expiry all take the fence round first. The
+// shards the session wrote to (Written) reach the one round, never the fenced close (which goes
+// to every shard).
 func TestCloseFencesUnlessItsConnectionIsTheLatestOwner(t *testing.T) {
 	tb := NewTable(nil)
 	meta := &fakeMeta{t: tb}
 	m := newTestManager(tb, meta, time.Now)
 	defer m.Stop()
 	fenced := map[int64]bool{}
-	m.o.CloseOnShards = func(_ context.Context, id int64, fence bool) error { fenced[id] = fence; return nil }
+	scopes := map[int64]Written{}
+	m.o.CloseOnShards = func(_ context.Context, id int64, fence bool, w Written) error {
+		fenced[id], scopes[id] = fence, w
+		return nil
+	}
+	written := Written{Complete: true, Shards: []uint64{3}, Gen: 7}
 	ctx := context.Background()
 	for id := int64(1); id <= 5; id++ {
 		meta.Propose(ctx, EncodeCreate(Entry{ID: id, Passwd: []byte{1}, Timeout: 6000, Owner: 1}))
@@ -238,11 +246,14 @@ func TestCloseFencesUnlessItsConnectionIsTheLatestOwner(t *testing.T) {
 		{3, CreatedEpoch, true},  // the creating connection after a take-over by another
 		{4, e3, true},            // an epoch that is not this session's
 	} {
-		if err := m.Close(ctx, c.id, c.epoch); err != nil {
+		if err := m.Close(ctx, c.id, c.epoch, written); err != nil {
 			t.Fatal(err)
 		}
 		if fenced[c.id] != c.fence {
 			t.Errorf("close of %d with epoch %d: fence %v, want %v", c.id, c.epoch, fenced[c.id], c.fence)
+		}
+		if got := scopes[c.id]; c.fence && got.Complete || !c.fence && !reflect.DeepEqual(got, written) {
+			t.Errorf("close of %d with epoch %d (fence %v): shards %+v", c.id, c.epoch, c.fence, got)
 		}
 		waitCleaned(t, tb, c.id)
 		if _, ok := tb.OwnerEpoch(c.id); ok {
@@ -252,7 +263,7 @@ func TestCloseFencesUnlessItsConnectionIsTheLatestOwner(t *testing.T) {
 	// The latest owner's close after the take-over: one round.
 	if e5, err := m.TakeOver(ctx, 5); err != nil {
 		t.Fatal(err)
-	} else if err := m.Close(ctx, 5, e5); err != nil || fenced[5] {
+	} else if err := m.Close(ctx, 5, e5, Written{}); err != nil || fenced[5] {
 		t.Errorf("latest owner's close: fence %v, %v", fenced[5], err)
 	}
 	// A table loaded from a snapshot knows no epochs.
@@ -264,7 +275,7 @@ func TestCloseFencesUnlessItsConnectionIsTheLatestOwner(t *testing.T) {
 	if err := tb.RecoverFromSnapshot(&snap, nil, nil); err != nil {
 		t.Fatal(err)
 	}
-	if err := m.Close(ctx, 6, CreatedEpoch); err != nil || !fenced[6] {
+	if err := m.Close(ctx, 6, CreatedEpoch, Written{}); err != nil || !fenced[6] {
 		t.Errorf("close after a snapshot load: fence %v, %v", fenced[6], err)
 	}
 }
@@ -290,13 +301,16 @@ func TestCloseRepliesBeforeTheCleanedRecord(t *testing.T) {
 	meta := &fakeMeta{t: tb, holdCleaned: make(chan struct{})}
 	m := newTestManager(tb, meta, time.Now)
 	var onShards []int64
-	m.o.CloseOnShards = func(_ context.Context, id int64, _ bool) error { onShards = append(onShards, id); return nil }
+	m.o.CloseOnShards = func(_ context.Context, id int64, _ bool, _ Written) error {
+		onShards = append(onShards, id)
+		return nil
+	}
 	ctx := context.Background()
 	for id := int64(1); id <= 2; id++ {
 		meta.Propose(ctx, EncodeCreate(Entry{ID: id, Passwd: []byte{1}, Timeout: 6000, Owner: 1}))
 	}
 	closed := make(chan error, 1)
-	go func() { closed <- m.Close(ctx, 1, CreatedEpoch) }()
+	go func() { closed <- m.Close(ctx, 1, CreatedEpoch, Written{}) }()
 	select {
 	case err := <-closed:
 		if err != nil {
@@ -315,7 +329,7 @@ func TestCloseRepliesBeforeTheCleanedRecord(t *testing.T) {
 	waitCleaned(t, tb, 1)
 
 	meta.holdCleaned = make(chan struct{}) // never released: Stop must end the pending record
-	if err := m.Close(ctx, 2, CreatedEpoch); err != nil {
+	if err := m.Close(ctx, 2, CreatedEpoch, Written{}); err != nil {
 		t.Fatal(err)
 	}
 	stopped := make(chan struct{})

@@ -1,9 +1,7 @@
 package shardstest
 
 import (
-	"bufio"
 	"fmt"
-	"net/http"
 	"strconv"
 	"strings"
 	"sync"
@@ -142,24 +140,11 @@ func TestReadsParkedBehindWrites(t *testing.T) {
 // parkedReads reads corral_parked_reads_total from server i's /metrics.
 func parkedReads(t *testing.T, c *inproc, i int) int {
 	t.Helper()
-	resp, err := http.Get("http://" + c.c.AdminAddr(i) + "/metrics")
+	v, err := c.c.Metric(i, "corral_parked_reads_total")
 	if err != nil {
-		t.Fatalf("metrics of server %d: %v", i+1, err)
+		t.Fatal(err)
 	}
-	defer resp.Body.Close()
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "corral_parked_reads_total "); ok {
-			f, err := strconv.ParseFloat(v, 64)
-			if err != nil {
-				t.Fatalf("corral_parked_reads_total %q: %v", v, err)
-			}
-			return int(f)
-		}
-	}
-	t.Fatalf("server %d exports no corral_parked_reads_total", i+1)
-	return 0
+	return int(v)
 }
 
 // TestParkedReadsAcrossLeaderChanges: the same pipelined session as TestReadsParkedBehindWrites
