@@ -48,10 +48,10 @@ type conn struct {
 	// is closed once every data shard recorded it after a take-over (owner.go): no write of the
 	// connection is proposed before (request goroutine only, after the handshake).
 	epoch uint64
+	owned chan struct{}
 	// written is the data shards the session wrote to, tracked when this connection created
-	// it (written.go); nil otherwise.
+	// it (written.go); nil otherwise. Set at the handshake.
 	written *writtenShards
-	owned   chan struct{}
 	// watched is set once the connection registered a watch: its reads then also catch up the
 	// other shards, so events of changes a reply depends on are queued before it.
 	watched atomic.Bool

@@ -22,7 +22,6 @@ type writtenShards struct {
 	gen      uint64           // the router's mount generation when the session was created
 	bits     [4]atomic.Uint64 // shard ids below 256
 	overflow atomic.Bool      // a shard id of 256 or more: not tracked
-	_        [0]func()        // not comparable
 }
 
 // note adds shard id; w may be nil (nothing tracked).
