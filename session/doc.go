@@ -33,9 +33,10 @@
 // the same from the server it is connected to (one round when its connection is the session's
 // latest owner, only on the shards the session wrote to when that connection created it:
 // Written), answers once the shards applied it and proposes Cleaned in the background; a
-// Cleaned that never lands leaves the session closing for the meta leader. A data shard refuses every
-// later write of a session it holds a tombstone of, so an ephemeral never outlives its session
-// and no write of the session lands after any of its ephemerals is gone.
+// Cleaned that never lands leaves the session closing for the meta leader, which cleans up a
+// session closing for closingGrace by its clock (at once for one it expired itself). A data
+// shard refuses every later write of a session it holds a tombstone of, so an ephemeral never
+// outlives its session and no write of the session lands after any of its ephemerals is gone.
 //
 // Apply is deterministic: no clock reads; times come stamped in commands.
 package session

@@ -82,9 +82,12 @@ type Manager struct {
 		cleaning    map[int64]bool
 	}
 	kick chan struct{}
-	ctx  context.Context
-	stop context.CancelFunc
-	wg   sync.WaitGroup
+	// closingSeen is when this server, as the meta shard's leader, first found each closing
+	// session it did not close itself (leaderDuties; loop goroutine only).
+	closingSeen map[int64]time.Time
+	ctx         context.Context
+	stop        context.CancelFunc
+	wg          sync.WaitGroup
 	// expired counts the expiries this server decided (as the meta shard's leader) that
 	// committed: summed over the servers, each expiry counts once.
 	expired atomic.Uint64
@@ -378,6 +381,7 @@ func (m *Manager) loop() {
 			m.mu.Lock()
 			m.mu.leaderSince = time.Time{}
 			m.mu.Unlock()
+			clear(m.closingSeen)
 		}
 	}
 }
@@ -437,6 +441,11 @@ func (m *Manager) reportActivity() {
 	m.mu.Unlock()
 }
 
+// closingGrace is how long the meta shard's leader leaves a closing session to the server
+// closing it before it cleans the session up itself (leaderDuties). A session the leader
+// expires itself is cleaned up at once.
+const closingGrace = 2 * time.Second
+
 // leaderDuties expires overdue sessions and drives cleanup of closing ones.
 //
 // A session is overdue when a full timeout passed, on this server's monotonic clock, since
@@ -453,9 +462,33 @@ func (m *Manager) leaderDuties() {
 	grace := m.mu.leaderSince
 	m.mu.Unlock()
 	basis := m.o.Table.Applied()
+	if m.closingSeen == nil {
+		m.closingSeen = map[int64]time.Time{}
+	}
+	closing := map[int64]bool{}
+	defer func() {
+		for id := range m.closingSeen {
+			if !closing[id] {
+				delete(m.closingSeen, id) // cleaned (or gone): forget it
+			}
+		}
+	}()
 	for _, e := range m.o.Table.List() {
 		if e.Closing {
-			m.startCleanup(e.ID)
+			// A client's close is finished by its own server, which records the session
+			// cleaned once its data shards are closed; cleaning it here as well, while that
+			// runs, only repeats the work (fenced, on every shard). So a closing session is
+			// cleaned up here once it has been closing for closingGrace: its server stopped,
+			// or its cleaned record was lost.
+			closing[e.ID] = true
+			seen, ok := m.closingSeen[e.ID]
+			if !ok {
+				seen = now
+				m.closingSeen[e.ID] = now
+			}
+			if now.Sub(seen) >= closingGrace {
+				m.startCleanup(e.ID)
+			}
 			continue
 		}
 		last := grace

@@ -343,3 +343,72 @@ func TestCloseRepliesBeforeTheCleanedRecord(t *testing.T) {
 		t.Fatalf("session 2 with its cleaned record never made: %+v %v, want closing (the meta leader cleans it up)", e, ok)
 	}
 }
+
+// TestLeaderLeavesAClosingSessionToItsServer: the meta shard's leader does not clean up a
+// session another server is closing (closed on the meta shard, its cleaned record not yet
+// made) until it has been closing for closingGrace by the leader's clock; then it cleans it up
+// with the fence round and records it cleaned. A session the leader expires is cleaned at once.
+func TestLeaderLeavesAClosingSessionToItsServer(t *testing.T) {
+	tb := NewTable(nil)
+	meta := &fakeMeta{t: tb}
+	now := time.Unix(1000, 0)
+	var clockMu sync.Mutex
+	clock := func() time.Time { clockMu.Lock(); defer clockMu.Unlock(); return now }
+	advance := func(d time.Duration) { clockMu.Lock(); now = now.Add(d); clockMu.Unlock() }
+	tb.now = clock
+	m := newTestManager(tb, meta, clock)
+	defer m.Stop()
+	var mu sync.Mutex
+	cleaned := map[int64]bool{} // session -> fenced
+	m.o.CloseOnShards = func(_ context.Context, id int64, fence bool, _ Written) error {
+		mu.Lock()
+		cleaned[id] = fence
+		mu.Unlock()
+		return nil
+	}
+	ctx := context.Background()
+	meta.Propose(ctx, EncodeCreate(Entry{ID: 1, Passwd: []byte{1}, Timeout: 60_000, Owner: 2, LastSeen: now.UnixMilli()}))
+	meta.Propose(ctx, EncodeClose(1, now.UnixMilli(), false)) // server 2 is closing it
+	meta.leader = true
+	for _, d := range []time.Duration{0, time.Second, closingGrace - time.Second - time.Millisecond} {
+		advance(d)
+		m.leaderDuties()
+		m.wg.Wait()
+		mu.Lock()
+		_, done := cleaned[1]
+		mu.Unlock()
+		if done {
+			t.Fatalf("the leader cleaned up a session closing for less than %v", closingGrace)
+		}
+	}
+	advance(time.Millisecond)
+	m.leaderDuties()
+	m.wg.Wait()
+	mu.Lock()
+	fence, done := cleaned[1]
+	mu.Unlock()
+	if !done || !fence {
+		t.Fatalf("after %v closing: cleaned %v, fenced %v; want a fenced cleanup", closingGrace, done, fence)
+	}
+	if _, ok := tb.Get(1); ok {
+		t.Fatal("the leader's cleanup did not record the session cleaned")
+	}
+	if len(m.closingSeen) != 0 {
+		m.leaderDuties()
+		if len(m.closingSeen) != 0 {
+			t.Fatalf("the leader still remembers %d closing sessions after they were cleaned", len(m.closingSeen))
+		}
+	}
+
+	// Expired by the leader: cleaned at once.
+	meta.Propose(ctx, EncodeCreate(Entry{ID: 2, Passwd: []byte{1}, Timeout: 2000, Owner: 2, LastSeen: now.UnixMilli()}))
+	advance(time.Minute)
+	m.leaderDuties()
+	m.wg.Wait()
+	mu.Lock()
+	fence, done = cleaned[2]
+	mu.Unlock()
+	if !done || !fence {
+		t.Fatalf("an expired session: cleaned %v, fenced %v; want a fenced cleanup at once", done, fence)
+	}
+}

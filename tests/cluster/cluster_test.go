@@ -317,8 +317,18 @@ func TestLaggingReplicaCatchesUpFromSnapshot(t *testing.T) {
 	acl := zk.WorldACL(zk.PermAll)
 	for i := 0; i < 300; i++ {
 		// Synchronous writes: one Raft entry each, so the log passes several snapshot points.
-		if _, err := c.Create(fmt.Sprintf("/s%03d", i), []byte{byte(i)}, 0, acl); err != nil {
-			t.Fatal(err)
+		// A loaded machine may close the connection (a lease not renewed in time with one
+		// server down); go-zookeeper reconnects, and the create is sent again: NODEEXISTS then
+		// means the first attempt landed.
+		p := fmt.Sprintf("/s%03d", i)
+		for attempt := 0; ; attempt++ {
+			_, err := c.Create(p, []byte{byte(i)}, 0, acl)
+			if err == nil || attempt > 0 && errors.Is(err, zk.ErrNodeExists) {
+				break
+			}
+			if !errors.Is(err, zk.ErrConnectionClosed) && !errors.Is(err, zk.ErrNoServer) || attempt == 4 {
+				t.Fatalf("create %s (attempt %d): %v", p, attempt+1, err)
+			}
 		}
 	}
 	cl.Restart(2)
