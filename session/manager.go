@@ -473,31 +473,24 @@ func (m *Manager) leaderDuties() {
 			}
 		}
 	}()
-	for _, e := range m.o.Table.List() {
-		if e.Closing {
-			// A client's close is finished by its own server, which records the session
-			// cleaned once its data shards are closed; cleaning it here as well, while that
-			// runs, only repeats the work (fenced, on every shard). So a closing session is
-			// cleaned up here once it has been closing for closingGrace: its server stopped,
-			// or its cleaned record was lost.
-			closing[e.ID] = true
-			seen, ok := m.closingSeen[e.ID]
-			if !ok {
-				seen = now
-				m.closingSeen[e.ID] = now
-			}
-			if now.Sub(seen) >= closingGrace {
-				m.startCleanup(e.ID)
-			}
-			continue
+	closingIDs, overdue := m.o.Table.Due(now, grace)
+	for _, id := range closingIDs {
+		// A client's close is finished by its own server, which records the session cleaned
+		// once its data shards are closed; cleaning it here as well, while that runs, only
+		// repeats the work (fenced, on every shard). So a closing session is cleaned up here
+		// once it has been closing for closingGrace: its server stopped, or its cleaned record
+		// was lost.
+		closing[id] = true
+		seen, ok := m.closingSeen[id]
+		if !ok {
+			seen = now
+			m.closingSeen[id] = now
 		}
-		last := grace
-		if seen, ok := m.o.Table.Seen(e.ID); ok && seen.After(last) {
-			last = seen
+		if now.Sub(seen) >= closingGrace {
+			m.startCleanup(id)
 		}
-		if now.Sub(last) <= time.Duration(e.Timeout)*time.Millisecond {
-			continue
-		}
+	}
+	for _, e := range overdue {
 		ctx, cancel := context.WithTimeout(m.ctx, 5*m.o.Tick)
 		res, err := m.o.Meta.Propose(ctx, EncodeExpire(e.ID, basis))
 		cancel()

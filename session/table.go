@@ -1,6 +1,7 @@
 package session
 
 import (
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -286,6 +287,30 @@ func (t *Table) List() []Entry {
 	t.mu.RUnlock()
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
 	return out
+}
+
+// Due returns what the meta shard's leader acts on, read under one lock without copying the
+// table: the closing sessions' ids, and the live sessions whose client was last heard (Seen,
+// or since when that is later) more than their timeout before now. Both are sorted by id.
+func (t *Table) Due(now, since time.Time) (closing []int64, overdue []Entry) {
+	t.mu.RLock()
+	for id, e := range t.mu.sessions {
+		if e.Closing {
+			closing = append(closing, id)
+			continue
+		}
+		last := since
+		if s, ok := t.mu.seen[id]; ok && s.After(last) {
+			last = s
+		}
+		if now.Sub(last) > time.Duration(e.Timeout)*time.Millisecond {
+			overdue = append(overdue, *e)
+		}
+	}
+	t.mu.RUnlock()
+	slices.Sort(closing)
+	slices.SortFunc(overdue, func(a, b Entry) int { return cmp.Compare(a.ID, b.ID) })
+	return closing, overdue
 }
 
 // Len returns the number of sessions (closing ones included).

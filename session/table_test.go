@@ -4,13 +4,14 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
 	sm "github.com/lni/dragonboat/v4/statemachine"
 )
 
-func apply(t *testing.T, tb *Table, idx uint64, cmd []byte) uint64 {
+func apply(t testing.TB, tb *Table, idx uint64, cmd []byte) uint64 {
 	t.Helper()
 	r, err := tb.Update(sm.Entry{Index: idx, Cmd: cmd})
 	if err != nil {
@@ -161,5 +162,28 @@ func TestTableReadsVersion1Snapshot(t *testing.T) {
 	}
 	if _, ok := tb.Seen(3<<56 | 5); !ok {
 		t.Fatal("a loaded session has no local seen time")
+	}
+}
+
+// TestTableDue: Due lists the closing sessions, and the live ones last heard (by Seen, or at
+// since when that is later) more than their timeout before now, each sorted by id.
+func TestTableDue(t *testing.T) {
+	tb := NewTable(nil)
+	now := time.Unix(100, 0)
+	tb.now = func() time.Time { return now }
+	for i, id := range []int64{9, 3, 5, 7} {
+		apply(t, tb, uint64(i+1), EncodeCreate(Entry{ID: id, Timeout: 1000, Owner: 1, Passwd: []byte("p")}))
+	}
+	apply(t, tb, 5, EncodeClose(7, now.UnixMilli(), false))
+	now = now.Add(900 * time.Millisecond)
+	apply(t, tb, 6, EncodeRenew(1, 0, []Renewal{{ID: 5, Age: 0}})) // heard at 100.9
+	at := time.Unix(101, 500e6)
+	closing, overdue := tb.Due(at, time.Unix(0, 0))
+	if !slices.Equal(closing, []int64{7}) || len(overdue) != 2 || overdue[0].ID != 3 || overdue[1].ID != 9 {
+		t.Fatalf("closing %v, overdue %+v; want [7] and sessions 3 and 9", closing, overdue)
+	}
+	// A leader since 101 gives every session a full timeout from then.
+	if _, overdue := tb.Due(at, time.Unix(101, 0)); len(overdue) != 0 {
+		t.Fatalf("overdue %+v within the leader's grace", overdue)
 	}
 }
