@@ -200,23 +200,36 @@ func (s *Node) proposeFunc(shardID uint64) router.ProposeFunc {
 // subtree to a shard the session never wrote to), on every shard too. A move that carried an
 // ephemeral away before the close reached its shard is applied here before that close
 // (each replica applies in log order, and the mount table changes as the move applies).
-func (s *Node) closeOnShards(ctx context.Context, id int64, fence bool, written session.Written) error {
+// A non-zero owner makes that round's ops conditional on the session's ownership epoch
+// (shard.CloseSessionIfOwner); a shard's refusal is returned as session.ErrMovedAway.
+func (s *Node) closeOnShards(ctx context.Context, id int64, fence bool, owner uint64, written session.Written) error {
 	if fence {
 		if err := s.closeRound(ctx, id, shard.CloseSessionFence()); err != nil {
 			return err
 		}
+		return s.closeRound(ctx, id, nil)
 	}
-	if !fence && written.Complete {
-		op := shard.Op{Session: id, Code: wire.OpCloseSession}
-		s.closeOps.Add(uint64(len(written.Shards)))
-		if err := s.router.OnShards(ctx, written.Shards, op); err != nil {
-			return err
-		}
-		if s.router.MountGen() == written.Gen {
-			return nil
-		}
+	var body []byte
+	if owner != 0 {
+		body = shard.CloseSessionIfOwner(owner)
 	}
-	return s.closeRound(ctx, id, nil)
+	err := func() error {
+		if written.Complete {
+			op := shard.Op{Session: id, Code: wire.OpCloseSession, Body: body}
+			s.closeOps.Add(uint64(len(written.Shards)))
+			if err := s.router.OnShards(ctx, written.Shards, op); err != nil {
+				return err
+			}
+			if s.router.MountGen() == written.Gen {
+				return nil
+			}
+		}
+		return s.closeRound(ctx, id, body)
+	}()
+	if errors.Is(err, wire.ErrSessionMoved) {
+		return fmt.Errorf("%w: %w", session.ErrMovedAway, err)
+	}
+	return err
 }
 
 func (s *Node) closeRound(ctx context.Context, id int64, body []byte) error {

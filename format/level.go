@@ -33,6 +33,12 @@ const (
 	// and never commits, which a backup prepares on every data shard; and OpSetStat's root flag
 	// (a restore sets the stat of "/", whose stored cversion does not count /zookeeper).
 	LevelCut Level = 6
+	// LevelCloseOwner adds OpCloseSession's owner-conditional body (shard.CloseSessionIfOwner):
+	// a close that deletes nothing and fails with SESSIONMOVED on a shard that records a newer
+	// ownership epoch of the session, which lets the session's owner close it on the data
+	// shards while its close commits in the session table (docs/design.md §4). A binary below
+	// it would take that body for an unconditional close.
+	LevelCloseOwner Level = 7
 )
 
 func (l Level) String() string { return fmt.Sprintf("level %d", uint32(l)) }

@@ -3,4 +3,4 @@
 package format
 
 // Supported is the highest level this binary reads and writes.
-const Supported = LevelCut
+const Supported = LevelCloseOwner

@@ -6,4 +6,4 @@ package format
 // for the next version's binary, which the rolling-upgrade test (tests/fault/upgrade_test.go)
 // upgrades an ensemble to. That level adds no encoding, so such a binary writes what any other
 // does; it only announces more, which is what the upgrade path has to handle.
-const Supported = LevelCut + 1
+const Supported = LevelCloseOwner + 1

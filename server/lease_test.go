@@ -23,7 +23,7 @@ func TestIdlePingsShareRenewals(t *testing.T) {
 	log := slog.New(slog.DiscardHandler)
 	meta := &tableMeta{t: session.NewTable(nil)}
 	sessions := session.NewManager(session.Options{Self: 1, Tick: time.Hour, Table: meta.t, Meta: meta,
-		CloseOnShards: func(context.Context, int64, bool, session.Written) error { return nil }, Log: log})
+		CloseOnShards: func(context.Context, int64, bool, uint64, session.Written) error { return nil }, Log: log})
 	defer sessions.Stop()
 	s := New(Options{ServerID: 1, MinTimeout: 200 * time.Millisecond, MaxTimeout: 30 * time.Second,
 		Router: router.New([]uint64{2}, []uint8{1}, 0, nil), Sessions: sessions, Hub: watchhub.New(watchhub.Options{}),

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/corral/corral/format"
+	"github.com/corral/corral/session"
 	"github.com/corral/corral/shard"
 	"github.com/corral/corral/wire"
 )
@@ -41,9 +42,20 @@ func (c *conn) recordOwner(id int64, epoch uint64, owned chan struct{}) {
 		case ctx.Err() != nil:
 			return
 		case errors.Is(err, wire.ErrSessionExpired):
-			// The session closed meanwhile: the table's close notice ends the connection.
+			// The session closed meanwhile: the table's close notice ends the connection. A
+			// shard holds the tombstone of a session the table still holds open only when a
+			// close's conditional round (session.Manager.closeOwned) applied there and its meta
+			// close never committed (that server failed): the client asked to close it, so
+			// close it, fenced, and the notice follows.
 			c.s.o.Log.Info("session closed before its new owner was recorded on every shard",
 				"session", sessionHex(id))
+			if e, ok := c.s.o.Sessions.Table().Get(id); ok && !e.Closing {
+				c.s.o.Log.Warn("a data shard holds the session closed but the session table does not; closing it",
+					"session", sessionHex(id))
+				if err := c.s.o.Sessions.Close(ctx, id, 0, session.Written{}); err != nil && ctx.Err() == nil {
+					c.s.o.Log.Warn("closing the half-closed session failed; it will expire", "session", sessionHex(id), "err", err)
+				}
+			}
 			return
 		}
 		c.s.o.Log.Warn("cannot record the session's new owner on every shard yet; its writes wait",

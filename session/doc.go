@@ -32,7 +32,9 @@
 // the ephemerals), until all have applied it, then proposes Cleaned. A client's own close does
 // the same from the server it is connected to (one round when its connection is the session's
 // latest owner, only on the shards the session wrote to when that connection created it:
-// Written), answers once the shards applied it and proposes Cleaned in the background; a
+// Written; from format level 7 that round, its ops conditional on the connection's ownership
+// epoch, runs at the same time as the meta close: closeOwned), answers once the shards applied
+// it and proposes Cleaned in the background; a
 // Cleaned that never lands leaves the session closing for the meta leader, which cleans up a
 // session closing for closingGrace by its clock (at once for one it expired itself). A data
 // shard refuses every later write of a session it holds a tombstone of, so an ephemeral never

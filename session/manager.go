@@ -11,6 +11,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/corral/corral/format"
 )
 
 // Meta is the manager's access to the meta shard's Raft group.
@@ -35,8 +37,10 @@ type Options struct {
 	// rule 5): every shard records the session's tombstone, then every shard deletes its
 	// ephemerals. Without, in one round that does both: Close asks for that only when no write
 	// of the session can still be applied anywhere (see Close), and then only on the shards in
-	// written when it is Complete.
-	CloseOnShards func(ctx context.Context, id int64, fence bool, written Written) error
+	// written when it is Complete. A non-zero owner makes the one round's ops conditional
+	// (shard.CloseSessionIfOwner): a shard that records a newer ownership epoch of the session
+	// changes nothing, and CloseOnShards then returns ErrMovedAway.
+	CloseOnShards func(ctx context.Context, id int64, fence bool, owner uint64, written Written) error
 	Log           *slog.Logger
 	Now           func() time.Time
 }
@@ -308,25 +312,84 @@ func (m *Manager) TakeOver(ctx context.Context, id int64) (epoch uint64, err err
 // shard costs one shard's round, as its close costs ZooKeeper one transaction), the two rounds
 // to every shard. It returns once the shards are closed; the cleaned record follows
 // (recordCleaned).
+//
+// From format level 7 the one round runs at the same time as the meta close, its ops
+// conditional on epoch (closeOwned); below it, after.
 func (m *Manager) Close(ctx context.Context, id int64, epoch uint64, written Written) error {
+	if epoch != 0 && m.o.Table.Level() >= format.LevelCloseOwner {
+		return m.closeOwned(ctx, id, epoch, written)
+	}
 	if _, err := m.o.Meta.Propose(ctx, EncodeClose(id, m.o.Now().UnixMilli(), false)); err != nil {
 		return err
 	}
-	latest, known := m.o.Table.OwnerEpoch(id)
-	fence := !(known && epoch != 0 && latest == epoch)
-	if fence {
-		written = Written{}
+	if !m.latestOwner(id, epoch) {
+		return m.closeFenced(ctx, id)
 	}
-	if err := m.o.CloseOnShards(ctx, id, fence, written); err != nil {
+	if err := m.o.CloseOnShards(ctx, id, false, 0, written); err != nil {
 		return err
 	}
+	m.closed(id, false)
+	return nil
+}
+
+// closeOwned is Close for a connection with an ownership epoch (docs/design.md §4, "The close
+// in one round"): the data shards' round, each op conditional on epoch, is submitted at the
+// same time as the meta close, so the close costs one round where it cost two in sequence.
+// Invariant: an ephemeral of the session is deleted by this round only on a shard where no
+// newer owner's record is; and a newer owner writes only after its record is on every shard,
+// which a shard holding this round's tombstone refuses. So either the newer owner's records
+// came first everywhere this round reaches, and it deleted nothing, or that owner never
+// writes. The meta close then tells whether this connection was the latest owner; if it was
+// not (or a shard refused the round), the two fenced rounds follow on every shard, as for an
+// expiry.
+func (m *Manager) closeOwned(ctx context.Context, id int64, epoch uint64, written Written) error {
+	shards := make(chan error, 1)
+	go func() { shards <- m.o.CloseOnShards(ctx, id, false, epoch, written) }()
+	_, err := m.o.Meta.Propose(ctx, EncodeClose(id, m.o.Now().UnixMilli(), false))
+	shardErr := <-shards // the goroutine ends with ctx at the latest
+	if err != nil {
+		return err
+	}
+	latest := m.latestOwner(id, epoch)
+	switch {
+	case latest && shardErr == nil:
+		m.closed(id, false)
+		return nil
+	case shardErr != nil && !errors.Is(shardErr, ErrMovedAway):
+		return shardErr
+	case latest:
+		// The table names this connection the latest owner, so no shard can record a newer
+		// epoch: a refusal means the records disagree with the table. Fence, and say so.
+		m.o.Log.Warn("a data shard refused the close of the session's latest owner; closing it fenced",
+			"session", hexID(id), "epoch", epoch)
+	}
+	return m.closeFenced(ctx, id)
+}
+
+// latestOwner reports whether the table, with the session's close applied, names epoch as its
+// latest owner.
+func (m *Manager) latestOwner(id int64, epoch uint64) bool {
+	latest, known := m.o.Table.OwnerEpoch(id)
+	return known && epoch != 0 && latest == epoch
+}
+
+// closeFenced ends a closed session on every data shard in the two rounds.
+func (m *Manager) closeFenced(ctx context.Context, id int64) error {
+	if err := m.o.CloseOnShards(ctx, id, true, 0, Written{}); err != nil {
+		return err
+	}
+	m.closed(id, true)
+	return nil
+}
+
+// closed counts a close whose shards are done and records its cleanup in the background.
+func (m *Manager) closed(id int64, fenced bool) {
 	m.recordCleaned(id)
-	if fence {
+	if fenced {
 		m.closes[1].Add(1)
 	} else {
 		m.closes[0].Add(1)
 	}
-	return nil
 }
 
 // recordCleaned records in the background that a closed session's cleanup is done (the
@@ -354,7 +417,7 @@ func (m *Manager) recordCleaned(id int64) {
 }
 
 func (m *Manager) cleanup(ctx context.Context, id int64, fence bool) error {
-	if err := m.o.CloseOnShards(ctx, id, fence, Written{}); err != nil {
+	if err := m.o.CloseOnShards(ctx, id, fence, 0, Written{}); err != nil {
 		return err
 	}
 	_, err := m.o.Meta.Propose(ctx, EncodeCleaned(id))

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	sm "github.com/lni/dragonboat/v4/statemachine"
+
+	"github.com/corral/corral/format"
 )
 
 // fakeMeta applies commands directly to a table and reports leadership as told.
@@ -68,7 +70,7 @@ func TestNewLeaderGrantsFullTimeout(t *testing.T) {
 	}
 	var unfenced atomic.Int32
 	m := &Manager{o: Options{Self: 1, Tick: time.Hour, Table: tb, Meta: meta, Now: clock,
-		CloseOnShards: func(_ context.Context, _ int64, fence bool, _ Written) error {
+		CloseOnShards: func(_ context.Context, _ int64, fence bool, _ uint64, _ Written) error {
 			if !fence {
 				unfenced.Add(1)
 			}
@@ -104,7 +106,7 @@ func discardLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Disca
 
 func newTestManager(tb *Table, meta *fakeMeta, clock func() time.Time) *Manager {
 	m := &Manager{o: Options{Self: 1, Tick: time.Hour, Table: tb, Meta: meta, Now: clock, Log: discardLogger(),
-		CloseOnShards: func(context.Context, int64, bool, Written) error { return nil }}, kick: make(chan struct{}, 1)}
+		CloseOnShards: func(context.Context, int64, bool, uint64, Written) error { return nil }}, kick: make(chan struct{}, 1)}
 	m.mu.cleaning = map[int64]bool{}
 	m.mu.active = map[int64]time.Time{}
 	m.mu.heard = map[int64]time.Time{}
@@ -217,7 +219,7 @@ func TestCloseFencesUnlessItsConnectionIsTheLatestOwner(t *testing.T) {
 	defer m.Stop()
 	fenced := map[int64]bool{}
 	scopes := map[int64]Written{}
-	m.o.CloseOnShards = func(_ context.Context, id int64, fence bool, w Written) error {
+	m.o.CloseOnShards = func(_ context.Context, id int64, fence bool, _ uint64, w Written) error {
 		fenced[id], scopes[id] = fence, w
 		return nil
 	}
@@ -280,6 +282,88 @@ func TestCloseFencesUnlessItsConnectionIsTheLatestOwner(t *testing.T) {
 	}
 }
 
+// gatedMeta holds a close command until gate is closed.
+type gatedMeta struct {
+	*fakeMeta
+	gate chan struct{}
+}
+
+func (g gatedMeta) Propose(ctx context.Context, cmd []byte) (uint64, error) {
+	if cmd[0] == cmdClose {
+		select {
+		case <-g.gate:
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		}
+	}
+	return g.fakeMeta.Propose(ctx, cmd)
+}
+
+// TestCloseOwnedRunsTheShardsWithTheMetaClose: from format level 7 a connection with an
+// ownership epoch closes the data shards (ops conditional on that epoch) while its meta close
+// is still uncommitted; when the table then names another owner, or a shard refused the
+// conditional close, the fenced rounds follow on every shard; another failure of the shards'
+// round is returned.
+func TestCloseOwnedRunsTheShardsWithTheMetaClose(t *testing.T) {
+	tb := NewTable(nil)
+	meta := &fakeMeta{t: tb}
+	m := newTestManager(tb, meta, time.Now)
+	defer m.Stop()
+	ctx := context.Background()
+	meta.Propose(ctx, EncodeSetLevel(format.LevelCloseOwner))
+	for id := int64(1); id <= 4; id++ {
+		meta.Propose(ctx, EncodeCreate(Entry{ID: id, Passwd: []byte{1}, Timeout: 6000, Owner: 1}))
+	}
+	if _, err := m.TakeOver(ctx, 2); err != nil {
+		t.Fatal(err)
+	}
+	type call struct {
+		fence bool
+		owner uint64
+	}
+	var mu sync.Mutex
+	calls := map[int64][]call{}
+	refuse := map[int64]error{3: ErrMovedAway, 4: errors.New("shard unavailable")}
+	for _, c := range []struct {
+		id      int64
+		want    []call
+		wantErr bool
+	}{
+		{1, []call{{false, CreatedEpoch}}, false},            // the latest owner: one round
+		{2, []call{{false, CreatedEpoch}, {true, 0}}, false}, // taken over meanwhile: fenced after
+		{3, []call{{false, CreatedEpoch}, {true, 0}}, false}, // a shard refused: fenced after
+		{4, []call{{false, CreatedEpoch}}, true},             // the round failed: the error
+	} {
+		gate := make(chan struct{})
+		m.o.Meta = gatedMeta{meta, gate}
+		m.o.CloseOnShards = func(_ context.Context, id int64, fence bool, owner uint64, w Written) error {
+			mu.Lock()
+			calls[id] = append(calls[id], call{fence, owner})
+			mu.Unlock()
+			if !fence {
+				close(gate) // the meta close waits for this: the two run at the same time
+				return refuse[id]
+			}
+			return nil
+		}
+		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		err := m.Close(cctx, c.id, CreatedEpoch, Written{Complete: true, Shards: []uint64{3}})
+		cancel()
+		if (err != nil) != c.wantErr {
+			t.Fatalf("close of %d: %v, want an error %v", c.id, err, c.wantErr)
+		}
+		mu.Lock()
+		got := calls[c.id]
+		mu.Unlock()
+		if !reflect.DeepEqual(got, c.want) {
+			t.Errorf("close of %d: shard rounds %+v, want %+v", c.id, got, c.want)
+		}
+		if e, ok := tb.Get(c.id); ok && !e.Closing {
+			t.Errorf("session %d not closed in the table", c.id)
+		}
+	}
+}
+
 // waitCleaned waits until the session's cleaned record, which a close makes in the background,
 // removed it from the table.
 func waitCleaned(t *testing.T, tb *Table, id int64) {
@@ -301,7 +385,7 @@ func TestCloseRepliesBeforeTheCleanedRecord(t *testing.T) {
 	meta := &fakeMeta{t: tb, holdCleaned: make(chan struct{})}
 	m := newTestManager(tb, meta, time.Now)
 	var onShards []int64
-	m.o.CloseOnShards = func(_ context.Context, id int64, _ bool, _ Written) error {
+	m.o.CloseOnShards = func(_ context.Context, id int64, _ bool, _ uint64, _ Written) error {
 		onShards = append(onShards, id)
 		return nil
 	}
@@ -360,7 +444,7 @@ func TestLeaderLeavesAClosingSessionToItsServer(t *testing.T) {
 	defer m.Stop()
 	var mu sync.Mutex
 	cleaned := map[int64]bool{} // session -> fenced
-	m.o.CloseOnShards = func(_ context.Context, id int64, fence bool, _ Written) error {
+	m.o.CloseOnShards = func(_ context.Context, id int64, fence bool, _ uint64, _ Written) error {
 		mu.Lock()
 		cleaned[id] = fence
 		mu.Unlock()

@@ -1,6 +1,8 @@
 package shard
 
 import (
+	"encoding/binary"
+
 	"github.com/corral/corral/wire"
 )
 
@@ -185,6 +187,12 @@ func (s *State) applyOp(op *Op, zxid, time int64, events *[]Event) OpResult {
 			}
 			break
 		}
+		if epoch, ok := closeIfOwnerEpoch(op.Body); ok {
+			if s.owners[op.Session] > epoch {
+				err = wire.ErrSessionMoved
+				break
+			}
+		}
 		t.closeSession(op.Session)
 	case OpSessionOwner:
 		err = s.applySessionOwner(op.Session, op.Body)
@@ -218,9 +226,33 @@ func (s *State) sessionClosed(op *Op) bool {
 // An empty body closes the session: tombstone and ephemerals.
 func CloseSessionFence() []byte { return []byte{closeFenceMarker} }
 
-const closeFenceMarker = 1
+// CloseSessionIfOwner returns the body of an OpCloseSession that closes the session
+// (tombstone and ephemerals) unless the shard records a newer ownership epoch of it than
+// epoch (OpSessionOwner): then it fails with SESSIONMOVED and changes nothing. It lets the
+// connection that owns a session close it on the data shards while its close is still being
+// committed in the session table (docs/design.md §4, "The close in one round"): a connection
+// that took the session over meanwhile either recorded its epoch here first, and this close
+// does nothing here, or finds the tombstone, and can write nowhere. Format level 7.
+func CloseSessionIfOwner(epoch uint64) []byte {
+	return binary.AppendUvarint([]byte{closeIfOwnerMarker}, epoch)
+}
+
+const (
+	closeFenceMarker   = 1
+	closeIfOwnerMarker = 2
+)
 
 func isCloseFence(body []byte) bool { return len(body) == 1 && body[0] == closeFenceMarker }
+
+// closeIfOwnerEpoch returns the epoch of a CloseSessionIfOwner body.
+func closeIfOwnerEpoch(body []byte) (uint64, bool) {
+	if len(body) < 2 || body[0] != closeIfOwnerMarker {
+		return 0, false
+	}
+	r := reader{buf: body[1:]}
+	e := r.uvarint()
+	return e, r.finish() == nil
+}
 
 func (s *State) fail(res OpResult, err wire.Err) OpResult {
 	res.Err = err

@@ -131,3 +131,51 @@ func TestBatchEpochEncoding(t *testing.T) {
 		t.Fatalf("flags byte %#x of a batch with epochs", withEpoch[4])
 	}
 }
+
+// TestCloseIfOwner: a close carrying an ownership epoch closes the session (ephemerals gone,
+// tombstone, record dropped) when the shard records no newer epoch, and changes nothing but
+// fails with SESSIONMOVED where a newer owner's record is; a newer owner's record after the
+// close is refused with SESSIONEXPIRED (docs/design.md §4, "The close in one round").
+func TestCloseIfOwner(t *testing.T) {
+	s := NewState(StateConfig{OwnsRoot: true})
+	eph := epochOp(opCreate("/lock", nil, wire.FlagEphemeral), 7, 1)
+	eph2 := epochOp(opCreate("/lock2", nil, wire.FlagEphemeral), 9, 1)
+	s.Apply(batch(1, 1, 1000, eph, eph2))
+
+	// Session 9 was taken over (epoch 50) and its record reached this shard before the older
+	// connection's close: the close is refused and the ephemeral stays.
+	s.Apply(batch(2, 1, 1001, ownerOp(9, 50)))
+	before := s.lastZxid
+	res, _ := s.Apply(batch(1, 2, 1002, Op{Code: wire.OpCloseSession, Session: 9, Body: CloseSessionIfOwner(1)}))
+	if r := res.Results[0]; r.Err != wire.ErrSessionMoved || r.Zxid <= before {
+		t.Fatalf("close by an older owner: %v zxid %x (last %x)", r.Err, r.Zxid, before)
+	}
+	if _, ok := s.View(1).Get("/lock2"); !ok {
+		t.Fatal("a refused close deleted the ephemeral")
+	}
+	if s.tombstones.has(9) || s.owners[9] != 50 {
+		t.Fatalf("a refused close changed the session's records: tombstone %v, epoch %d", s.tombstones.has(9), s.owners[9])
+	}
+	// The newer owner's own close applies.
+	if res, _ := s.Apply(batch(2, 2, 1003, Op{Code: wire.OpCloseSession, Session: 9, Body: CloseSessionIfOwner(50)})); res.Results[0].Err != wire.ErrOK {
+		t.Fatalf("close by the latest owner: %v", res.Results[0].Err)
+	}
+	if _, ok := s.View(1).Get("/lock2"); ok {
+		t.Fatal("the latest owner's close left the ephemeral")
+	}
+
+	// Session 7, created with epoch 1 and never taken over: the close applies; a take-over's
+	// record that arrives after it is refused, so that owner can write nowhere.
+	if res, _ := s.Apply(batch(1, 3, 1004, Op{Code: wire.OpCloseSession, Session: 7, Body: CloseSessionIfOwner(1)})); res.Results[0].Err != wire.ErrOK {
+		t.Fatalf("close: %v", res.Results[0].Err)
+	}
+	if _, ok := s.View(1).Get("/lock"); ok || !s.tombstones.has(7) {
+		t.Fatalf("close: ephemeral left %v, tombstone %v", ok, s.tombstones.has(7))
+	}
+	if res, _ := s.Apply(batch(2, 3, 1005, ownerOp(7, 60))); res.Results[0].Err != wire.ErrSessionExpired {
+		t.Fatalf("record after the close: %v", res.Results[0].Err)
+	}
+	if !bytes.Equal(CloseSessionIfOwner(60)[:1], []byte{closeIfOwnerMarker}) || isCloseFence(CloseSessionIfOwner(1)) {
+		t.Fatal("a close-if-owner body is taken for a fence")
+	}
+}
