@@ -116,6 +116,9 @@ func (s *Node) NodeHost() *dragonboat.NodeHost { return s.nh }
 // Router exposes the router (tests and admin tools).
 func (s *Node) Router() *router.Router { return s.router }
 
+// SessionTable exposes this server's replica of the session table (tests and admin tools).
+func (s *Node) SessionTable() *session.Table { return s.table }
+
 // Close shuts the server down and waits for everything it started.
 func (s *Node) Close() error {
 	s.ready.Store(false)

@@ -56,20 +56,7 @@ func TestCloseOnWrittenShards(t *testing.T) {
 	if len(names) < 3 {
 		t.Fatal("no three top-level names on distinct non-root shards")
 	}
-	cl := testcluster.Start(t, testcluster.Options{Servers: 3, Shards: 4, Admin: true})
-	// Sessions get ownership epochs, which a one-round close needs, from format level 2 on: a
-	// new ensemble starts at level 1 and moves up once every server announced its level.
-	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		text, err := cl.Server(0).MembersText(ctx)
-		cancel()
-		if err == nil && strings.Contains(text, fmt.Sprintf("format level=%d ", format.Supported)) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("server 1 did not reach format level %d: %q, %v", format.Supported, text, err)
-		}
-	}
+	cl := startAtSupportedLevel(t, 3, 4)
 	acl := zk.WorldACL(zk.PermAll)
 	other, _ := connect(t, cl.Addrs()[1:2])
 	for _, n := range names[:2] {
@@ -135,5 +122,26 @@ func TestCloseOnWrittenShards(t *testing.T) {
 	reader.Close()
 	if d := closeOps() - before; d != 0 {
 		t.Fatalf("a session that never wrote was closed with %d data-shard ops", d)
+	}
+}
+
+// startAtSupportedLevel starts an ensemble (with the admin endpoint) and waits until server 1's
+// session table is at this binary's format level. Sessions get ownership epochs, which a
+// one-round close needs, from level 2 on, and a close runs its shards' round with its meta close
+// from level 7: a new ensemble starts at level 1 and moves up once every server announced its
+// level.
+func startAtSupportedLevel(t *testing.T, servers, shards int) *testcluster.Cluster {
+	t.Helper()
+	cl := testcluster.Start(t, testcluster.Options{Servers: servers, Shards: shards, Admin: true})
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		text, err := cl.Server(0).MembersText(ctx)
+		cancel()
+		if err == nil && strings.Contains(text, fmt.Sprintf("format level=%d ", format.Supported)) {
+			return cl
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("server 1 did not reach format level %d: %q, %v", format.Supported, text, err)
+		}
 	}
 }
