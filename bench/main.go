@@ -106,6 +106,7 @@ var experiments = []experiment{
 	{"shards", "write throughput as corral.shards grows, optionally with an injected apply delay", runShards},
 	{"sizing", "sweep ensemble size × shards at a target load and recommend the smallest config", runSizing},
 	{"matrix", "the everyday table beside ZooKeeper: sync latency, mixed loads, creates, bulk load, memory, sessions", runMatrix},
+	{"floor", "one Raft round with no Corral server around it: 3 dragonboat NodeHosts in-process, synchronous proposals", runFloor},
 }
 
 func usage(w io.Writer) {
@@ -414,6 +415,9 @@ type env struct {
 	failures  []string
 	sections  []string // markdown sections of summary.md, in order
 	files     []string
+	// noTargets leaves the targets and the client load out of summary.md: the experiment
+	// starts no ensemble (floor).
+	noTargets bool
 	// echoSummary prints summary.md on stdout too (matrix).
 	echoSummary bool
 	summaryText string
@@ -502,13 +506,15 @@ func (e *env) writeSummary() error {
 	fmt.Fprintf(&b, "- machine: %s, %d CPUs, %s/%s, %s\n", host, runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, runtime.Version())
 	fmt.Fprintf(&b, "- load average (1/5/15 min) at start: %s, at end: %s — anything above the core count means other processes competed with the run\n",
 		e.loadStart, loadAvg())
-	names := make([]string, 0, len(e.targets))
-	for _, t := range e.targets {
-		names = append(names, t.Name())
+	if !e.noTargets {
+		names := make([]string, 0, len(e.targets))
+		for _, t := range e.targets {
+			names = append(names, t.Name())
+		}
+		fmt.Fprintf(&b, "- targets (in run order): %s\n", strings.Join(names, ", "))
+		fmt.Fprintf(&b, "- load: %d clients × %d outstanding, %d-byte znodes over %d subtrees; per ensemble a %v unrecorded warm-up; per point warm-up %v, window %v\n",
+			e.cfg.Clients, e.cfg.Outstanding, e.cfg.DataSize, e.cfg.Groups, e.cfg.ClusterWarmup, e.cfg.Warmup, e.cfg.Duration)
 	}
-	fmt.Fprintf(&b, "- targets (in run order): %s\n", strings.Join(names, ", "))
-	fmt.Fprintf(&b, "- load: %d clients × %d outstanding, %d-byte znodes over %d subtrees; per ensemble a %v unrecorded warm-up; per point warm-up %v, window %v\n",
-		e.cfg.Clients, e.cfg.Outstanding, e.cfg.DataSize, e.cfg.Groups, e.cfg.ClusterWarmup, e.cfg.Warmup, e.cfg.Duration)
 	b.WriteString("\n")
 	for _, s := range e.sections {
 		b.WriteString(s)

@@ -303,3 +303,18 @@ func TestDelayNeedsTestingBuild(t *testing.T) {
 		t.Fatalf("exit %d, stderr:\n%s", code, stderr.String())
 	}
 }
+
+// TestSmokeFloor runs the floor experiment in --short mode (it starts no ensemble: three
+// dragonboat NodeHosts in this process): both log stores, leader and follower with 1 and many
+// proposers, many spread over the groups, every line with proposals and no error.
+func TestSmokeFloor(t *testing.T) {
+	rows := runSmoke(t, "corral", smokeCase{"floor", nil, "floor.csv", "per_s", ""})
+	if len(rows) != 22 {
+		t.Fatalf("floor.csv has %d data rows, want 21: %v", len(rows)-1, rows)
+	}
+	for _, r := range rows[1:] {
+		if r[len(r)-1] != "0" {
+			t.Errorf("floor line %v had errors", r)
+		}
+	}
+}

@@ -7,9 +7,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/lni/dragonboat/v4"
@@ -23,6 +25,7 @@ import (
 	"github.com/corral/corral/router"
 	"github.com/corral/corral/session"
 	"github.com/corral/corral/shard"
+	"github.com/corral/corral/tlsconf"
 	"github.com/corral/corral/watchhub"
 	"github.com/corral/corral/wire"
 )
@@ -35,9 +38,9 @@ func DataShardID(i int) uint64 { return uint64(i) + 2 }
 
 var loggerOnce sync.Once
 
-// quietDragonboat lowers dragonboat's own logging to errors, once per process
+// QuietDragonboat lowers dragonboat's own logging to errors, once per process
 // (CORRAL_DRAGONBOAT_LOG=info keeps its informational messages, for debugging).
-func quietDragonboat() {
+func QuietDragonboat() {
 	loggerOnce.Do(func() {
 		level := dblogger.ERROR
 		if os.Getenv("CORRAL_DRAGONBOAT_LOG") == "info" {
@@ -49,6 +52,31 @@ func quietDragonboat() {
 	})
 }
 
+// raftExpert returns the Raft log store, its file system and the transport a server's NodeHost
+// uses. tan, dragonboat's append-only log store: the pebble-based default spent about a quarter
+// of a write-heavy server's CPU compacting the Raft log (docs/storage.md). raftnet: dragonboat's
+// framing, but a restarted peer's stale links are replaced instead of tripping dragonboat's
+// per-peer circuit breaker (raftnet/doc.go). logFileFS: tan's log files allocated up front and
+// synced with fdatasync (logfile.go). The log store: one log for all of the server's replicas,
+// saved with group commit (serverlog.go), or a log per replica in a directory written that way;
+// wrapped so that an update with an unchanged Raft state costs no sync (logdb.go).
+func raftExpert(nodeHostDir string, log *slog.Logger, tail *atomic.Pointer[tailCache], tailBytes uint64, tls *tlsconf.Source) (config.ExpertConfig, error) {
+	logStore, err := logStoreFor(nodeHostDir)
+	if err != nil {
+		return config.ExpertConfig{}, err
+	}
+	return config.ExpertConfig{FS: newLogFileFS(vfs.Default, log), LogDB: logDBConfig(),
+		LogDBFactory:     stateFillingFactory{inner: logStore, tail: tail, tailBytes: tailBytes},
+		TransportFactory: raftnet.Factory{Log: log, TLS: tls}}, nil
+}
+
+// RaftExpert is the NodeHost expert configuration a server runs its Raft groups with (its log
+// store and transport, raftExpert), with the default tail budget and no TLS, for programs that
+// measure the Raft layer alone: `corral bench floor`.
+func RaftExpert(nodeHostDir string, log *slog.Logger) (config.ExpertConfig, error) {
+	return raftExpert(nodeHostDir, log, nil, tailBudget, nil)
+}
+
 func (s *Node) startRaft() error {
 	cfg := s.cfg
 	base := filepath.Join(cfg.DataDir, "corral")
@@ -58,24 +86,15 @@ func (s *Node) startRaft() error {
 	self := cfg.Self()
 	tick, electionTicks, heartbeatTicks := cfg.raftTicks()
 	nodeHostDir := filepath.Join(base, "nodehost")
-	logStore, err := logStoreFor(nodeHostDir)
+	expert, err := raftExpert(nodeHostDir, s.log, &s.logTail, cfg.RaftTailBytes, s.startQuorumTLS())
 	if err != nil {
 		return err
 	}
 	nhc := config.NodeHostConfig{
-		NodeHostDir:    nodeHostDir,
-		RTTMillisecond: uint64(tick / time.Millisecond),
-		RaftAddress:    self.RaftAddress(),
-		// tan, dragonboat's append-only log store: the pebble-based default spent about a
-		// quarter of a write-heavy server's CPU compacting the Raft log (docs/storage.md).
-		// raftnet: dragonboat's framing, but a restarted peer's stale links are replaced
-		// instead of tripping dragonboat's per-peer circuit breaker (raftnet/doc.go).
-		// logFileFS: tan's log files allocated up front and synced with fdatasync (logfile.go).
-		// logStore: one log for all of the server's replicas, saved with group commit
-		// (serverlog.go), or a log per replica in a directory written that way.
-		Expert: config.ExpertConfig{FS: newLogFileFS(vfs.Default, s.log), LogDB: logDBConfig(),
-			LogDBFactory:     stateFillingFactory{inner: logStore, tail: &s.logTail, tailBytes: cfg.RaftTailBytes},
-			TransportFactory: raftnet.Factory{Log: s.log, TLS: s.startQuorumTLS()}},
+		NodeHostDir:         nodeHostDir,
+		RTTMillisecond:      uint64(tick / time.Millisecond),
+		RaftAddress:         self.RaftAddress(),
+		Expert:              expert,
 		RaftEventListener:   leaderListener{s},
 		EnableMetrics:       true,
 		MaxSendQueueSize:    cfg.RaftQueueBytes,

@@ -71,7 +71,7 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (*Node, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	quietDragonboat()
+	QuietDragonboat()
 	s := &Node{cfg: cfg, log: log.With("server", cfg.MyID), reg: prometheus.NewRegistry()}
 	if err := s.loadTLS(); err != nil {
 		return nil, err

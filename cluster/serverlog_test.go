@@ -206,7 +206,7 @@ func TestLogStoreForExistingDirectory(t *testing.T) {
 		return dragonboat.NewNodeHost(config.NodeHostConfig{NodeHostDir: dir, RTTMillisecond: 10, RaftAddress: addr,
 			Expert: config.ExpertConfig{LogDB: logDBConfig(), LogDBFactory: f, FS: newLogFileFS(vfs.Default, slog.Default())}})
 	}
-	quietDragonboat()
+	QuietDragonboat()
 	legacy, fresh := t.TempDir(), t.TempDir()
 	if f, err := logStoreFor(fresh); err != nil || f.Name() != serverLogName {
 		t.Fatalf("new directory: %v, %v", f, err)
