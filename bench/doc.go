@@ -46,7 +46,8 @@
 // sizing (sweep servers × shards at a target rate; the choice is the pure function [Recommend]),
 // matrix (the everyday table beside ZooKeeper, driven mostly by go-zookeeper: exp_matrix*.go),
 // floor (one Raft round with no Corral server around it: three dragonboat NodeHosts in this
-// process, with dragonboat's log store and with a Corral server's; it starts no ensemble).
+// process, with dragonboat's log store and with a Corral server's, then in three processes of
+// the corral binary started as floor nodes: exp_floor_proc.go; it starts no ensemble).
 // Each writes <experiment>.csv and .json (every data point), <experiment>.png (gonum/plot, the
 // targets on the same axes; not matrix or floor) and summary.md into --out, with a progress
 // line on stderr.

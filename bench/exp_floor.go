@@ -53,6 +53,9 @@ const (
 
 func runFloor(ctx context.Context, e *env) error {
 	e.noTargets = true
+	if id := os.Getenv(floorNodeEnv); id != "" {
+		return runFloorNode(ctx, id) // a child of the process lines (exp_floor_proc.go)
+	}
 	stores := []struct {
 		name   string
 		expert func(dir string) (config.ExpertConfig, error)
@@ -99,6 +102,11 @@ func runFloor(ctx context.Context, e *env) error {
 		}
 		g.close()
 	}
+	pp, err := floorInProcesses(ctx, e, proposers)
+	if err != nil {
+		return fmt.Errorf("floor, %s: %w", floorProcStore, err)
+	}
+	pts = append(pts, pp...)
 	rows := make([][]string, 0, len(pts))
 	csv := make([][]string, 0, len(pts))
 	for _, p := range pts {
@@ -117,7 +125,8 @@ func runFloor(ctx context.Context, e *env) error {
 		"first group's leader; on a follower of it (dragonboat forwards the proposal to the leader); proposer j "+
 		"on NodeHost j mod 3 to the first group; proposer j to group j mod 4 on that group's leader; or "+
 		"proposer j on NodeHost j mod 3 to group j mod 4 (as matrix row 2's clients over 3 servers and "+
-		"subtrees over 4 shards). Raft tick %v, election %v, heartbeat %v, as a Corral server's defaults. "+
+		"subtrees over 4 shards). The last lines run each NodeHost in a process of its own (the corral binary "+
+		"started three times), as an ensemble does. Raft tick %v, election %v, heartbeat %v, as a Corral server's defaults. "+
 		"Warm-up %v, window %v per line.\n\n%s",
 		floorGroups, e.cfg.DataSize, floorRTT, floorElection, floorHeartbeat, e.cfg.Warmup, e.cfg.Duration,
 		mdTable([]string{"log store and transport", "proposed on", "proposers", "proposals", "per second", "p50 / p99 ms", "errors"}, rows)))
@@ -168,40 +177,56 @@ func startFloorGroup(expert func(dir string) (config.ExpertConfig, error)) (*flo
 		addrs[i] = a
 	}
 	for i := uint64(1); i <= 3; i++ {
-		nhDir := filepath.Join(dir, fmt.Sprint(i))
-		x, err := expert(nhDir)
+		x, err := expert(filepath.Join(dir, fmt.Sprint(i)))
 		if err != nil {
 			g.close()
 			return nil, err
 		}
-		nh, err := dragonboat.NewNodeHost(config.NodeHostConfig{NodeHostDir: nhDir, RTTMillisecond: uint64(floorRTT / time.Millisecond),
-			RaftAddress: addrs[i], Expert: x})
+		nh, err := startFloorNode(i, addrs, filepath.Join(dir, fmt.Sprint(i)), x)
 		if err != nil {
 			g.close()
 			return nil, err
 		}
 		g.nhs = append(g.nhs, nh)
-		for shard := uint64(floorShard); shard < floorShard+floorGroups; shard++ {
-			rc := config.Config{ReplicaID: i, ShardID: shard, CheckQuorum: true,
-				ElectionRTT: uint64(floorElection / floorRTT), HeartbeatRTT: uint64(floorHeartbeat / floorRTT)}
-			if err := nh.StartReplica(addrs, false, func(uint64, uint64) sm.IStateMachine { return noopSM{} }, rc); err != nil {
-				g.close()
-				return nil, err
-			}
-		}
+	}
+	if err := waitFloorLeaders(g.nhs[0]); err != nil {
+		g.close()
+		return nil, err
+	}
+	return g, nil
+}
+
+// startFloorNode starts NodeHost i of addrs in dir with a replica of every group.
+func startFloorNode(i uint64, addrs map[uint64]string, dir string, x config.ExpertConfig) (*dragonboat.NodeHost, error) {
+	nh, err := dragonboat.NewNodeHost(config.NodeHostConfig{NodeHostDir: dir, RTTMillisecond: uint64(floorRTT / time.Millisecond),
+		RaftAddress: addrs[i], Expert: x})
+	if err != nil {
+		return nil, err
 	}
 	for shard := uint64(floorShard); shard < floorShard+floorGroups; shard++ {
+		rc := config.Config{ReplicaID: i, ShardID: shard, CheckQuorum: true,
+			ElectionRTT: uint64(floorElection / floorRTT), HeartbeatRTT: uint64(floorHeartbeat / floorRTT)}
+		if err := nh.StartReplica(addrs, false, func(uint64, uint64) sm.IStateMachine { return noopSM{} }, rc); err != nil {
+			nh.Close()
+			return nil, err
+		}
+	}
+	return nh, nil
+}
+
+// waitFloorLeaders waits until nh knows a leader of every group.
+func waitFloorLeaders(nh *dragonboat.NodeHost) error {
+	for shard := uint64(floorShard); shard < floorShard+floorGroups; shard++ {
 		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-			if _, _, ok, err := g.nhs[0].GetLeaderID(shard); err == nil && ok {
+			if _, _, ok, err := nh.GetLeaderID(shard); err == nil && ok {
 				break
 			}
 			if time.Now().After(deadline) {
-				g.close()
-				return nil, fmt.Errorf("group %d: no leader within 30 s", shard)
+				return fmt.Errorf("group %d: no leader within 30 s", shard)
 			}
 		}
 	}
-	return g, nil
+	return nil
 }
 
 // leaders returns, per group, the replica (NodeHost 1-3) that leads it.
@@ -239,6 +264,14 @@ func (g *floorGroup) measure(ctx context.Context, from string, n, size int, warm
 		}
 		return g.nhs[j%3], floorShard + uint64(j%floorGroups)
 	}
+	p, err := runProposers(ctx, target, n, size, warmup, window)
+	p.From = from
+	return p, err
+}
+
+// runProposers runs n proposers, proposer j on target(j), each proposing one entry of size
+// bytes at a time, for warm-up plus window, and returns the window's figures.
+func runProposers(ctx context.Context, target func(j int) (*dragonboat.NodeHost, uint64), n, size int, warmup, window time.Duration) (FloorPoint, error) {
 	cmd := make([]byte, size)
 	start := time.Now()
 	measureFrom, end := start.Add(warmup), start.Add(warmup+window)
@@ -294,7 +327,7 @@ func (g *floorGroup) measure(ctx context.Context, from string, n, size int, warm
 	if total.Count() == 0 {
 		return FloorPoint{}, fmt.Errorf("no proposal completed: %v", firstE)
 	}
-	return FloorPoint{From: from, Proposers: n, Proposals: total.Count(), PerSec: float64(total.Count()) / window.Seconds(),
+	return FloorPoint{Proposers: n, Proposals: total.Count(), PerSec: float64(total.Count()) / window.Seconds(),
 		Latency: total.Summary(), Errors: errs, DataSize: size,
 		RTTMs: int(floorRTT / time.Millisecond), ElectionMs: int(floorElection / time.Millisecond)}, nil
 }

@@ -309,8 +309,8 @@ func TestDelayNeedsTestingBuild(t *testing.T) {
 // proposers, many spread over the groups, every line with proposals and no error.
 func TestSmokeFloor(t *testing.T) {
 	rows := runSmoke(t, "corral", smokeCase{"floor", nil, "floor.csv", "per_s", ""})
-	if len(rows) != 22 {
-		t.Fatalf("floor.csv has %d data rows, want 21: %v", len(rows)-1, rows)
+	if len(rows) != 25 {
+		t.Fatalf("floor.csv has %d data rows, want 24: %v", len(rows)-1, rows)
 	}
 	for _, r := range rows[1:] {
 		if r[len(r)-1] != "0" {

@@ -1,0 +1,228 @@
+package bench
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/lni/dragonboat/v4"
+
+	"github.com/corral/corral/cluster"
+)
+
+// The floor with each NodeHost in its own process, as a Corral ensemble runs: the benchmark
+// starts the corral binary three times as floor nodes (floorNodeEnv set), each with one
+// NodeHost and a Corral server's log store and transport, and asks the leader's or a
+// follower's process to run the proposers. Against the in-process lines it shows what
+// separate processes cost a Raft round on this machine; against matrix row 1 what a Corral
+// server adds on top.
+
+// floorNodeEnv, set in a floor node's environment, is its NodeHost's replica id (1-3);
+// floorAddrsEnv the three Raft addresses (comma-separated, by replica id) and floorDirEnv its
+// NodeHost directory.
+const (
+	floorNodeEnv  = "CORRAL_BENCH_FLOOR_NODE"
+	floorAddrsEnv = "CORRAL_BENCH_FLOOR_ADDRS"
+	floorDirEnv   = "CORRAL_BENCH_FLOOR_DIR"
+)
+
+const floorProcStore = "a Corral server's, a process per NodeHost"
+
+// floorNode is one child process of the floor experiment and its command pipe.
+type floorNode struct {
+	cmd *exec.Cmd
+	in  io.WriteCloser
+	out *bufio.Scanner
+}
+
+// ask sends one command line and returns the node's one-line answer.
+func (f *floorNode) ask(line string, timeout time.Duration) (string, error) {
+	if _, err := fmt.Fprintln(f.in, line); err != nil {
+		return "", err
+	}
+	got := make(chan bool, 1)
+	go func() { got <- f.out.Scan() }()
+	select {
+	case ok := <-got:
+		if !ok {
+			return "", fmt.Errorf("floor node ended: %v", f.out.Err())
+		}
+		return f.out.Text(), nil
+	case <-time.After(timeout):
+		return "", fmt.Errorf("floor node: no answer to %q within %v", line, timeout)
+	}
+}
+
+// floorInProcesses measures the one-proposer lines and 30 proposers on the leader with each
+// NodeHost in its own process.
+func floorInProcesses(ctx context.Context, e *env, proposers []int) ([]FloorPoint, error) {
+	bin, err := FindCorralBinary(e.cfg.CorralBin)
+	if err != nil {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp("", "corral-floor-proc-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	var addrs []string
+	for range 3 {
+		a, err := freeLoopbackAddr()
+		if err != nil {
+			return nil, err
+		}
+		addrs = append(addrs, a)
+	}
+	nodes := make([]*floorNode, 0, 3)
+	defer func() {
+		for _, n := range nodes {
+			n.in.Close() // EOF ends the node
+			done := make(chan struct{})
+			go func() { n.cmd.Wait(); close(done) }()
+			select {
+			case <-done:
+			case <-time.After(10 * time.Second):
+				n.cmd.Process.Kill()
+				<-done
+			}
+		}
+	}()
+	for i := 1; i <= 3; i++ {
+		out := filepath.Join(dir, fmt.Sprintf("out%d", i))
+		cmd := exec.CommandContext(ctx, bin, "bench", "floor", "--quiet", "--out", out)
+		cmd.Env = append(os.Environ(), floorNodeEnv+"="+strconv.Itoa(i), floorAddrsEnv+"="+strings.Join(addrs, ","),
+			floorDirEnv+"="+filepath.Join(dir, fmt.Sprint(i)))
+		in, err := cmd.StdinPipe()
+		if err != nil {
+			return nil, err
+		}
+		stdout, err := cmd.StdoutPipe()
+		if err != nil {
+			return nil, err
+		}
+		if err := cmd.Start(); err != nil {
+			return nil, err
+		}
+		nodes = append(nodes, &floorNode{cmd: cmd, in: in, out: bufio.NewScanner(stdout)})
+	}
+	for i, n := range nodes {
+		if a, err := n.ask("ready", 60*time.Second); err != nil || a != "ready" {
+			return nil, fmt.Errorf("floor node %d: %q, %v", i+1, a, err)
+		}
+	}
+	a, err := nodes[0].ask("leader", 10*time.Second)
+	if err != nil {
+		return nil, err
+	}
+	lid, err := strconv.Atoi(a)
+	if err != nil || lid < 1 || lid > 3 {
+		return nil, fmt.Errorf("floor node 1: leader %q", a)
+	}
+	var pts []FloorPoint
+	for _, from := range []string{floorLeader, floorFollower} {
+		for _, n := range proposers {
+			if from == floorFollower && n != 1 {
+				continue
+			}
+			node := nodes[lid-1]
+			if from == floorFollower {
+				node = nodes[lid%3]
+			}
+			e.prog.Stage("floor, %s: %d proposer(s) on %s", floorProcStore, n, from)
+			ans, err := node.ask(fmt.Sprintf("measure %d %d %d %d", n, e.cfg.DataSize, e.cfg.Warmup.Milliseconds(), e.cfg.Duration.Milliseconds()),
+				e.cfg.Warmup+e.cfg.Duration+30*time.Second)
+			if err != nil {
+				return nil, err
+			}
+			var p FloorPoint
+			if err := json.Unmarshal([]byte(ans), &p); err != nil {
+				return nil, fmt.Errorf("floor node: %q: %w", ans, err)
+			}
+			p.Store, p.From = floorProcStore, from
+			pts = append(pts, p)
+		}
+	}
+	return pts, nil
+}
+
+// runFloorNode is a floor node's side: one NodeHost with a Corral server's log store and
+// transport, answering the commands of its parent on stdin ("ready", "leader", "measure n size
+// warmupMs windowMs") with one line each on stdout until stdin ends.
+func runFloorNode(ctx context.Context, id string) error {
+	i, err := strconv.ParseUint(id, 10, 64)
+	if err != nil || i < 1 || i > 3 {
+		return fmt.Errorf("bench floor node: %s=%q", floorNodeEnv, id)
+	}
+	list := strings.Split(os.Getenv(floorAddrsEnv), ",")
+	if len(list) != 3 {
+		return fmt.Errorf("bench floor node: %s=%q", floorAddrsEnv, os.Getenv(floorAddrsEnv))
+	}
+	addrs := map[uint64]string{1: list[0], 2: list[1], 3: list[2]}
+	dir := os.Getenv(floorDirEnv)
+	cluster.QuietDragonboat()
+	x, err := cluster.RaftExpert(dir, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		return err
+	}
+	nh, err := startFloorNode(i, addrs, dir, x)
+	if err != nil {
+		return err
+	}
+	defer nh.Close()
+	in := bufio.NewScanner(os.Stdin)
+	for in.Scan() {
+		f := strings.Fields(in.Text())
+		if len(f) == 0 {
+			continue
+		}
+		var ans string
+		switch f[0] {
+		case "ready":
+			if err := waitFloorLeaders(nh); err != nil {
+				return err
+			}
+			ans = "ready"
+		case "leader":
+			lid, _, _, err := nh.GetLeaderID(floorShard)
+			if err != nil {
+				return err
+			}
+			ans = strconv.FormatUint(lid, 10)
+		case "measure":
+			if len(f) != 5 {
+				return fmt.Errorf("bench floor node: %q", in.Text())
+			}
+			var v [4]int
+			for k := range v {
+				if v[k], err = strconv.Atoi(f[k+1]); err != nil {
+					return fmt.Errorf("bench floor node: %q", in.Text())
+				}
+			}
+			p, err := runProposers(ctx, func(int) (*dragonboat.NodeHost, uint64) { return nh, floorShard }, v[0], v[1],
+				time.Duration(v[2])*time.Millisecond, time.Duration(v[3])*time.Millisecond)
+			if err != nil {
+				return err
+			}
+			b, err := json.Marshal(p)
+			if err != nil {
+				return err
+			}
+			ans = string(b)
+		default:
+			return fmt.Errorf("bench floor node: unknown command %q", in.Text())
+		}
+		if _, err := fmt.Println(ans); err != nil {
+			return err
+		}
+	}
+	return in.Err()
+}
