@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/lni/dragonboat/v4"
@@ -39,9 +40,32 @@ const floorProcStore = "a Corral server's, a process per NodeHost"
 
 // floorNode is one child process of the floor experiment and its command pipe.
 type floorNode struct {
-	cmd *exec.Cmd
-	in  io.WriteCloser
-	out *bufio.Scanner
+	cmd  *exec.Cmd
+	in   io.WriteCloser
+	out  *bufio.Scanner
+	logs *nodeLog
+}
+
+// nodeLog keeps the last 2 KiB a floor node wrote to its stderr.
+type nodeLog struct {
+	mu  sync.Mutex
+	buf []byte
+}
+
+func (l *nodeLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.buf = append(l.buf, p...)
+	if len(l.buf) > 2048 {
+		l.buf = append(l.buf[:0], l.buf[len(l.buf)-2048:]...)
+	}
+	return len(p), nil
+}
+
+func (l *nodeLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return strings.TrimSpace(string(l.buf))
 }
 
 // ask sends one command line and returns the node's one-line answer.
@@ -54,7 +78,7 @@ func (f *floorNode) ask(line string, timeout time.Duration) (string, error) {
 	select {
 	case ok := <-got:
 		if !ok {
-			return "", fmt.Errorf("floor node ended: %v", f.out.Err())
+			return "", fmt.Errorf("floor node ended (%v): %s", f.out.Err(), f.logs)
 		}
 		return f.out.Text(), nil
 	case <-time.After(timeout):
@@ -101,6 +125,8 @@ func floorInProcesses(ctx context.Context, e *env, proposers []int) ([]FloorPoin
 		cmd := exec.CommandContext(ctx, bin, "bench", "floor", "--quiet", "--out", out)
 		cmd.Env = append(os.Environ(), floorNodeEnv+"="+strconv.Itoa(i), floorAddrsEnv+"="+strings.Join(addrs, ","),
 			floorDirEnv+"="+filepath.Join(dir, fmt.Sprint(i)))
+		logs := &nodeLog{}
+		cmd.Stderr = logs // shown when the node fails (dragonboat's shutdown errors are not)
 		in, err := cmd.StdinPipe()
 		if err != nil {
 			return nil, err
@@ -112,7 +138,7 @@ func floorInProcesses(ctx context.Context, e *env, proposers []int) ([]FloorPoin
 		if err := cmd.Start(); err != nil {
 			return nil, err
 		}
-		nodes = append(nodes, &floorNode{cmd: cmd, in: in, out: bufio.NewScanner(stdout)})
+		nodes = append(nodes, &floorNode{cmd: cmd, in: in, out: bufio.NewScanner(stdout), logs: logs})
 	}
 	for i, n := range nodes {
 		if a, err := n.ask("ready", 60*time.Second); err != nil || a != "ready" {
