@@ -19,13 +19,15 @@ import (
 )
 
 // The floor experiment: what one Raft round costs on this machine with nothing of Corral's
-// server around it. Three dragonboat NodeHosts in this process, one Raft group of three
-// replicas whose state machine does nothing, and goroutines that each propose one entry of
-// --data-size bytes at a time (SyncPropose, as a synchronous client writes), from the group's
-// leader and from a follower (whose proposals dragonboat forwards to the leader). Twice: with
-// dragonboat's own log store and transport, and with the ones a Corral server runs
-// (cluster.RaftExpert: the server log, the sync-saving wrapper, raftnet). Matrix rows 1 and 2
-// measured right after on the same machine show what Corral's server adds to the round.
+// server around it. Three dragonboat NodeHosts in this process, floorGroups Raft groups of three
+// replicas whose state machines do nothing, and goroutines that each propose one entry of
+// --data-size bytes at a time (SyncPropose, as a synchronous client writes): on the first
+// group's leader, on a follower (dragonboat forwards the proposal to the leader), or spread over
+// the NodeHosts and groups as matrix row 2's clients are (floorLeader ... floorAll4). With
+// dragonboat's own log store and transport, with the ones a Corral server runs
+// (cluster.RaftExpert: the server log, the sync-saving wrapper, raftnet), and with those and one
+// step worker; then with each NodeHost in a process of its own (exp_floor_proc.go). Matrix rows
+// 1 and 2 measured right after on the same machine show what Corral's server adds to the round.
 
 // FloorPoint is one measurement of the floor experiment.
 type FloorPoint struct {
