@@ -428,8 +428,10 @@ func (c *conn) writeTimeout() time.Duration {
 func (c *conn) close(reason string) {
 	c.closeOnce.Do(func() {
 		c.out.Lock()
-		c.out.closed = true
-		c.out.reason = reason
+		if !c.out.closed {
+			c.out.closed = true
+			c.out.reason = reason
+		}
 		c.out.Unlock()
 		c.signal()
 		// Give the writer a moment to flush the final replies (closeSession's reply).
@@ -445,15 +447,17 @@ func (c *conn) close(reason string) {
 	})
 }
 
-// closeWith closes immediately without waiting for the writer (used by the writer itself).
+// closeWith closes immediately without waiting for the writer (used by the writer itself). It
+// does not go through closeOnce: a close under way waits for the writer to end, and Once would
+// make the writer wait for that close in turn, until it gave up on the writer (a second).
 func (c *conn) closeWith(reason string) {
-	c.closeOnce.Do(func() {
-		c.out.Lock()
+	c.out.Lock()
+	if !c.out.closed {
 		c.out.closed = true
 		c.out.reason = reason
-		c.out.Unlock()
-		c.nc.Close()
-	})
+	}
+	c.out.Unlock()
+	c.nc.Close()
 }
 
 // serve runs the connection: handshake, then the request loop.

@@ -56,54 +56,48 @@ func (c *conn) leaseGate() bool {
 			return false
 		}
 		c.s.o.Metrics.leaseWaits.Inc()
-		if !c.waitRenewal(next, drop.Sub(now)) {
+		if !c.waitRenewal(next) {
 			return false
 		}
 	}
 	return true // closeSession began meanwhile: its reply ends the session
 }
 
-// waitRenewal waits, with the lease lapsed, for the next confirmed activity report (next), for
-// more output, or until the session's drop time (in d); false if the connection is closing.
-// Output other than ping replies asks for a report at once (Kick). Ping replies alone ask for
-// one only after pingRenewWait: every ping of an idle session finds its lease lapsed (the
-// lease, T/3 - T/20 from when the client was heard, ends before the client's next ping, T/3
-// later), and a report at once for each would keep a meta-shard round going per server for
-// as long as idle sessions ping; waiting lets the periodic report (every tickTime/4), or one
-// report per server per pingRenewWait, carry all of them. A client waits for a ping's reply
-// for at least T/3 before it gives up (docs/design.md §4, rule 3), far longer than this.
-func (c *conn) waitRenewal(next <-chan struct{}, d time.Duration) bool {
+// waitRenewal waits, with the lease lapsed, for the next confirmed activity report (next) or
+// for more output; false if the connection is closing. The session's drop time needs no timer
+// here: the watchdog closes the connection then, which wakes this wait. Output other than ping
+// replies asks for a report at once (Kick). Ping replies alone ask for one within
+// pingRenewWait (KickWithin): every ping of an idle session finds its lease lapsed (the lease,
+// T/3 - T/20 from when the client was heard, ends before the client's next ping, T/3 later),
+// and a report at once for each would keep a meta-shard round going per server for as long as
+// idle sessions ping; waiting lets the periodic report (every tickTime/4), or one report per
+// server per pingRenewWait, carry all of them. A client waits for a ping's reply for at least
+// T/3 before it gives up (docs/design.md §4, rule 3), far longer than this.
+func (c *conn) waitRenewal(next <-chan struct{}) bool {
 	c.out.Lock()
-	urgent := c.out.urgent
+	urgent, closed := c.out.urgent, c.out.closed
 	c.out.Unlock()
-	var lazy <-chan time.Time
+	if closed {
+		// The close's wake-up was taken by the write loop that called the gate: nothing
+		// would end this wait.
+		return c.closingSession.Load()
+	}
 	if urgent {
 		c.s.o.Sessions.Kick(c.sessionID)
 	} else {
-		lt := time.NewTimer(pingRenewWaitFor(c.timeout))
-		defer lt.Stop()
-		lazy = lt.C
+		c.s.o.Sessions.KickWithin(c.sessionID, pingRenewWaitFor(c.timeout))
 	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	for {
-		select {
-		case <-next:
-			return true
-		case <-t.C:
-			return true
-		case <-lazy:
-			lazy = nil
-			c.s.o.Sessions.Kick(c.sessionID)
-		case <-c.wake:
-			// More output (the write loop takes it all once the gate opens; the gate asks
-			// again, at once if it is more than ping replies), or the connection is closing:
-			// then nothing more is sent.
-			c.out.Lock()
-			closed := c.out.closed
-			c.out.Unlock()
-			return !closed || c.closingSession.Load()
-		}
+	select {
+	case <-next:
+		return true
+	case <-c.wake:
+		// More output (the write loop takes it all once the gate opens; the gate asks again,
+		// at once if it is more than ping replies), or the connection is closing: then
+		// nothing more is sent.
+		c.out.Lock()
+		closed := c.out.closed
+		c.out.Unlock()
+		return !closed || c.closingSession.Load()
 	}
 }
 
@@ -138,13 +132,22 @@ func (c *conn) leaseLost(why string) {
 // watchdog closes the connections of sessions whose lease was not renewed for 2T/3 (see
 // above), whether or not they have output pending, and those whose oldest write is stuck on a
 // replica cut off from its shard's quorum (stuck.go). It runs until the server closes.
+//
+// It looks every watchdogEvery, but goes over the connections only when one may be due: a
+// scan notes the earliest drop time of the sessions it saw (a session's lease basis only moves
+// forward while it has one), and the next scan runs at that time, or at once after a session
+// was bound to a connection here since (Server.binds), or on every look while a replica is cut
+// off, and at least every watchdogIdle. With thousands of idle sessions a scan on every look
+// was a tenth of the server's work (row 13 of the benchmark matrix).
 func (s *Server) watchdog(stop <-chan struct{}) {
 	t := time.NewTicker(watchdogEvery)
 	defer t.Stop()
-	var ( // reused by every scan: with thousands of idle sessions the scan was a tenth of the server's work
+	var ( // reused by every scan
 		ids   []int64
 		conns []*conn
 		heard []time.Time
+		due   time.Time // the next scan; zero: at the next look
+		binds uint64    // s.binds at the last scan
 	)
 	for {
 		select {
@@ -154,6 +157,13 @@ func (s *Server) watchdog(stop <-chan struct{}) {
 		}
 		s.closeReadOnlyIfRecovered()
 		now := time.Now()
+		cut := s.anyCutOff(now)
+		b := s.binds.Load()
+		if !cut && b == binds && now.Before(due) {
+			continue
+		}
+		binds = b
+		due = now.Add(watchdogIdle)
 		ids, conns = ids[:0], conns[:0]
 		s.mu.Lock()
 		for id, c := range s.mu.bySess {
@@ -165,13 +175,24 @@ func (s *Server) watchdog(stop <-chan struct{}) {
 		var late []*conn
 		live := conns[:0] // filtered in place: index i is read before live's i-th write
 		for i, c := range conns {
-			if h := heard[i]; h.IsZero() || !now.Before(leaseDrop(h, c.timeout)) {
+			h := heard[i]
+			if h.IsZero() {
 				late = append(late, c)
-			} else {
-				live = append(live, c)
+				continue
 			}
+			drop := leaseDrop(h, c.timeout)
+			if !now.Before(drop) {
+				late = append(late, c)
+				continue
+			}
+			if drop.Before(due) {
+				due = drop
+			}
+			live = append(live, c)
 		}
-		s.dropStuck(live, now)
+		if cut {
+			s.dropStuck(live, now)
+		}
 		clear(conns[len(live):]) // no stale pointers kept until the next scan
 		for _, c := range late {
 			if c.closingSession.Load() || c.closing() {
@@ -194,3 +215,6 @@ func (c *conn) closing() bool {
 // watchdogEvery is how often the watchdog looks; it adds at most this much to the moment a
 // client of a cut-off server sees Disconnected (2T/3), far below the T/3 to spare.
 const watchdogEvery = 100 * time.Millisecond
+
+// watchdogIdle is the longest the watchdog goes without a scan of every connection.
+const watchdogIdle = time.Second

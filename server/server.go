@@ -107,6 +107,8 @@ type Server struct {
 		watchdogStarted bool
 	}
 	wg sync.WaitGroup
+	// binds counts bindSession calls: the watchdog scans again after one (lease.go).
+	binds atomic.Uint64
 }
 
 // New returns a server; call Serve.
@@ -240,6 +242,7 @@ func (s *Server) bindSession(c *conn) {
 	old := s.mu.bySess[c.sessionID]
 	s.mu.bySess[c.sessionID] = c
 	s.mu.Unlock()
+	s.binds.Add(1)
 	if old != nil && old != c {
 		old.close("session moved to a newer connection")
 	}

@@ -80,10 +80,11 @@ func (s *Server) anyCutOff(now time.Time) bool {
 	return false
 }
 
-// dropStuck closes the connections whose oldest write is stuck on a cut-off replica (stuckOn).
+// dropStuck closes the connections whose oldest write is stuck on a cut-off replica (stuckOn);
+// the watchdog calls it only while anyCutOff.
 func (s *Server) dropStuck(conns []*conn, now time.Time) {
 	bound := s.o.MaxReadAge
-	if bound <= 0 || !s.anyCutOff(now) {
+	if bound <= 0 {
 		return
 	}
 	for _, c := range conns {

@@ -84,8 +84,12 @@ type Manager struct {
 		nextID      int64
 		leaderSince time.Time
 		cleaning    map[int64]bool
+		// reportBy is when a report is due at the latest (KickWithin); zero: at the next tick.
+		reportBy time.Time
 	}
 	kick chan struct{}
+	// soon tells the loop that reportBy moved earlier.
+	soon chan struct{}
 	// closingSeen is when this server, as the meta shard's leader, first found each closing
 	// session it did not close itself (leaderDuties; loop goroutine only).
 	closingSeen map[int64]time.Time
@@ -123,7 +127,7 @@ func NewManager(o Options) *Manager {
 	if o.Tick <= 0 {
 		o.Tick = time.Second
 	}
-	m := &Manager{o: o, kick: make(chan struct{}, 1)}
+	m := &Manager{o: o, kick: make(chan struct{}, 1), soon: make(chan struct{}, 1)}
 	m.mu.active = map[int64]time.Time{}
 	m.mu.heard = map[int64]time.Time{}
 	m.mu.renewed = make(chan struct{})
@@ -226,6 +230,26 @@ func (m *Manager) Kick(id int64) {
 	if pending {
 		select {
 		case m.kick <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// KickWithin asks for an activity report within d if the session has activity not reported
+// yet: the report then carries every session heard until it starts, so the many connections
+// that ask for one in the same d share it (one timer per server, not one per connection).
+func (m *Manager) KickWithin(id int64, d time.Duration) {
+	by := time.Now().Add(d)
+	m.mu.Lock()
+	_, pending := m.mu.active[id]
+	sooner := pending && (m.mu.reportBy.IsZero() || by.Before(m.mu.reportBy))
+	if sooner {
+		m.mu.reportBy = by
+	}
+	m.mu.Unlock()
+	if sooner {
+		select {
+		case m.soon <- struct{}{}:
 		default:
 		}
 	}
@@ -428,12 +452,26 @@ func (m *Manager) loop() {
 	defer m.wg.Done()
 	t := time.NewTicker(m.o.Tick)
 	defer t.Stop()
+	by := time.NewTimer(time.Hour) // the report KickWithin asked for
+	by.Stop()
+	defer by.Stop()
 	for {
 		select {
 		case <-m.ctx.Done():
 			return
 		case <-t.C:
 		case <-m.kick:
+			m.reportActivity()
+			continue
+		case <-m.soon:
+			m.mu.Lock()
+			at := m.mu.reportBy
+			m.mu.Unlock()
+			if !at.IsZero() {
+				by.Reset(time.Until(at))
+			}
+			continue
+		case <-by.C:
 			m.reportActivity()
 			continue
 		}
@@ -461,6 +499,7 @@ func (m *Manager) reportActivity() {
 	}
 	heard := m.mu.active
 	m.mu.active = make(map[int64]time.Time, len(heard))
+	m.mu.reportBy = time.Time{} // this report carries every session KickWithin asked for
 	m.mu.Unlock()
 	rs := make([]Renewal, 0, len(heard))
 	for id, at := range heard {
