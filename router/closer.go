@@ -155,6 +155,12 @@ func (r *Router) runRound(sh *Shard, rd *round) {
 	}
 }
 
+// WaitResolved returns once the local view of sh holds no transaction that it held prepared
+// when called: after a sync's ReadIndex, so that a group whose writes were answered at its
+// decision (prepared everywhere, commits possibly not applied yet) is visible to reads after
+// the sync, as a ZooKeeper sync makes every write answered before it visible.
+func (r *Router) WaitResolved(ctx context.Context, sh *Shard) error { return waitUnblocked(ctx, sh) }
+
 // waitUnblocked waits until the local view holds no prepared transaction that was prepared
 // when it was called.
 func waitUnblocked(ctx context.Context, sh *Shard) error {

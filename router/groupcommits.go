@@ -6,21 +6,23 @@ import (
 	"time"
 )
 
-// Handing a group's commits to the session's next group (docs/design.md §8, "Cost of a group").
+// Handing a group's commits to the session's next group (docs/design.md §8, "A group's commits
+// travel with the next group's prepares").
 //
 // A group transaction right behind another one of the same session is prepared as soon as that
 // one is decided (server/group.go), and its prepares must reach each shard after that one's
 // commit. Submitted separately, a shard's commit of the first group and prepare of the second
-// are usually two Raft entries. Instead the first group's coordinator, when the server says a
-// next group is waiting (GroupCommits.Want), offers its commits at the decision rather than
-// submitting them, and the next group's coordinator takes them and submits each shard's commit
-// and prepare together (Proposer.SubmitAll): one entry, in that order. If the next group does
-// not take them within handoffWait, the first group's coordinator takes them back and submits
-// them itself; a next group that finds them taken back waits until they are submitted before
-// it submits its prepares. Either way each shard's control proposer receives the commit first.
+// are usually two Raft entries. Instead the first group's coordinator offers its commits at the
+// decision rather than submitting them, and the next group's coordinator takes them and submits
+// each shard's commit and prepare together (Proposer.SubmitAll): one entry, in that order. The
+// commits are submitted by their own coordinator instead once the server releases them
+// (GroupCommits.Release: something waits for the group to be applied, or no next group will
+// take them), or when no next group took them within handoffWait; a next group that finds them
+// taken back waits until they are submitted before it submits its prepares. Either way each
+// shard's control proposer receives the commit first.
 
 // handoffWait is how long a decided group's coordinator waits for the next group to take its
-// commits before it submits them itself (a variable for tests).
+// commits, unless released, before it submits them itself (a variable for tests).
 var handoffWait = 5 * time.Millisecond
 
 // Handoff states.
@@ -34,21 +36,28 @@ const (
 // GroupCommits is one group transaction's commits, handed to the session's next group
 // (TxnRequest.Commits of the first group, TxnRequest.After of the next).
 type GroupCommits struct {
-	wanted atomic.Bool
-	state  atomic.Int32
+	state atomic.Int32
 	// reqs are the commits by shard id, set before the state becomes handoffOffered.
 	reqs map[uint64]*Request
 	// submitted is closed once the commits are submitted, by whichever side took them.
 	submitted chan struct{}
 	once      sync.Once
+	// release is closed by Release: the coordinator submits the commits itself at once.
+	release     chan struct{}
+	releaseOnce sync.Once
 }
 
 // NewGroupCommits returns an empty handle.
-func NewGroupCommits() *GroupCommits { return &GroupCommits{submitted: make(chan struct{})} }
+func NewGroupCommits() *GroupCommits {
+	return &GroupCommits{submitted: make(chan struct{}), release: make(chan struct{})}
+}
 
-// Want tells the group's coordinator that a next group will be prepared right after the
-// decision, so the commits are worth offering.
-func (h *GroupCommits) Want() { h.wanted.Store(true) }
+// Release tells the group's coordinator not to wait for a next group: the commits, offered or
+// about to be, are submitted at once unless a next group took them already. The server
+// releases them when something waits for the group to be applied (a read, the connection's
+// close) and when the group's replies wait for its commits. Release may be called any number
+// of times, before or after the decision.
+func (h *GroupCommits) Release() { h.releaseOnce.Do(func() { close(h.release) }) }
 
 // Handed reports whether the next group took the commits (they travelled with its prepares).
 func (h *GroupCommits) Handed() bool { return h.state.Load() == handoffTaken }
@@ -56,15 +65,12 @@ func (h *GroupCommits) Handed() bool { return h.state.Load() == handoffTaken }
 func (h *GroupCommits) markSubmitted() { h.once.Do(func() { close(h.submitted) }) }
 
 // submitCommits submits a decided group's commits (reqs by shard id): offered to the next group
-// when one is wanted, else at once. decided is called once they are submitted or offered, before
-// this waits for a taker.
+// when the request has a handle, else at once. decided is called once they are submitted or
+// offered, before this waits for a taker, a release or handoffWait.
 func (r *Router) submitCommits(h *GroupCommits, reqs map[uint64]*Request, decided func()) {
-	if h == nil || !h.wanted.Load() {
+	if h == nil {
 		for id, req := range reqs {
 			r.Shard(id).Control.Submit(req)
-		}
-		if h != nil {
-			h.markSubmitted()
 		}
 		decided()
 		return
@@ -72,10 +78,13 @@ func (r *Router) submitCommits(h *GroupCommits, reqs map[uint64]*Request, decide
 	h.reqs = reqs
 	h.state.Store(handoffOffered)
 	decided()
+	t := time.NewTimer(handoffWait)
+	defer t.Stop()
 	select {
 	case <-h.submitted:
 		return
-	case <-time.After(handoffWait):
+	case <-h.release:
+	case <-t.C:
 	}
 	if h.state.CompareAndSwap(handoffOffered, handoffBack) {
 		for id, req := range reqs {

@@ -102,11 +102,8 @@ func TestGroupCommitsTravelWithNextPrepares(t *testing.T) {
 		err     error
 		done    chan struct{}
 	}
-	start := func(ops []wire.MultiOp, minZxid int64, after *GroupCommits, next bool) *run {
+	start := func(ops []wire.MultiOp, minZxid int64, after *GroupCommits) *run {
 		g := &run{h: NewGroupCommits(), decided: make(chan struct{}), done: make(chan struct{})}
-		if next {
-			g.h.Want()
-		}
 		req := &TxnRequest{Session: 1, MinZxid: minZxid, Multi: wire.MultiRequest{Ops: ops}, Group: true,
 			Commits: g.h, After: after, Decided: func(z int64, results []wire.MultiResult) {
 				g.early, g.top = results, shard.GroupZxid(z, len(ops)-1)
@@ -120,9 +117,11 @@ func TestGroupCommitsTravelWithNextPrepares(t *testing.T) {
 	}
 	first := []wire.MultiOp{create("/a"), create("/b"), create("/a/x"), create("/b/y"), setData("/b/y"), setData("/a")}
 	second := []wire.MultiOp{setData("/a/x"), create("/b/z"), setData("/b"), create("/a/w"), setData("/b/z")}
-	g1 := start(first, 0, nil, true)
+	g1 := start(first, 0, nil)
 	<-g1.decided
-	g2 := start(second, g1.top, g1.h, false)
+	g2 := start(second, g1.top, g1.h)
+	<-g2.decided
+	g2.h.Release() // no group after it: its commits go at once, not after handoffWait
 	for i, g := range []*run{g1, g2} {
 		<-g.done
 		if g.err != nil || g.res.Failed {

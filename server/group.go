@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/corral/corral/format"
 	"github.com/corral/corral/router"
@@ -65,6 +66,17 @@ type writeGroup struct {
 	decided chan struct{}
 	top     int64
 	commits *router.GroupCommits
+	// repliedAtDecision and round are set only when the group's replies are queued at its
+	// decision, before the first of them (so before the next group's ready or decided
+	// closes): how long its prepare round took, from its transaction's start to its
+	// decision. The next group's linger reads them.
+	repliedAtDecision bool
+	round             time.Duration
+	// refill and lingerEnd are set while the group lingers after its predecessor's decision
+	// (request goroutine only, nextBatch): it starts once it holds refill writes or at
+	// lingerEnd, whichever comes first.
+	refill    int
+	lingerEnd *time.Timer
 	// prev is the group started before this one, if any (with or without requests between).
 	prev *writeGroup
 	// applied is closed once prev's is and the group's writes are applied on this server, or
@@ -138,8 +150,7 @@ func (c *conn) joinGroup(h wire.RequestHeader, rec wire.Record, body []byte, sh 
 		c.group = &writeGroup{session: c.sessionID, epoch: c.epoch, auth: c.AuthIDs(), decided: make(chan struct{}),
 			prev: c.lastGroup, applied: make(chan struct{}), commits: router.NewGroupCommits()}
 		if p := c.lastGroup; p != nil && p.end == c.reservedSlots() {
-			c.group.after = p
-			p.commits.Want() // this group's prepares may carry p's commits
+			c.group.after = p // this group's prepares may carry p's commits
 		}
 	}
 	g := c.group
@@ -151,7 +162,7 @@ func (c *conn) joinGroup(h wire.RequestHeader, rec wire.Record, body []byte, sh 
 	g.writes = append(g.writes, groupedWrite{h: h, rec: rec, body: body, sl: sl})
 	g.bytes += len(body)
 	c.lastWriteShard = groupMarker
-	if len(g.ops) >= maxGroupOps || g.bytes >= maxGroupBytes {
+	if len(g.ops) >= maxGroupOps || g.bytes >= maxGroupBytes || g.lingerEnd != nil && len(g.writes) >= g.refill {
 		c.flushGroup()
 	}
 	return true, true
@@ -164,6 +175,9 @@ func (c *conn) flushGroup() {
 		return
 	}
 	c.group = nil
+	if g.lingerEnd != nil {
+		g.lingerEnd.Stop()
+	}
 	g.end = c.reservedSlots()
 	c.lastGroup = g
 	c.s.o.Metrics.groups.Inc()
@@ -226,11 +240,15 @@ func (c *conn) runGroup(g *writeGroup) {
 	ctx, cancel := context.WithTimeout(context.Background(), c.writeTimeout())
 	defer cancel()
 	replied := false // set by Decided, on this goroutine (RunTxn calls it)
+	start := time.Now()
 	req := &router.TxnRequest{Session: g.session, Epoch: g.epoch, Auth: g.auth,
 		MinZxid: max(c.lastZxid.Load(), minZxid), Multi: m, Group: true, Commits: g.commits,
 		Decided: func(z int64, results []wire.MultiResult) {
 			g.top = shard.GroupZxid(z, len(g.ops)-1)
-			replied = c.replyAtDecision(g, z, results)
+			replied = c.replyAtDecision(g, z, results, time.Since(start))
+			if !replied {
+				g.commits.Release() // its replies wait for its commits to apply here
+			}
 			close(g.decided)
 		}}
 	if g.after != nil {
@@ -275,6 +293,41 @@ func (c *conn) runGroup(g *writeGroup) {
 	}
 }
 
+// Lingering for the refill. A group right behind a group transaction may start at that
+// group's decision (runGroup), but if it did at once it would hold only the writes read while
+// that group prepared: with W requests in flight, a session streaming writes over several
+// shards would split them into groups of about W/2, two in flight, each costing one control
+// entry on every shard it touches. The decision queues the earlier group's replies, and a
+// client that keeps W requests in flight answers them with as many new writes a client
+// round-trip later, far less than a prepare round. So the pending group waits for them: it
+// starts once it holds as many more writes as the earlier group replied to, or after a
+// quarter of the earlier group's prepare round (at most maxLinger), whichever comes first,
+// and at once when any other request or the outstanding limit needs it (flushGroup). Groups
+// then hold about W writes, one in flight, and a session's writes cost half the control
+// entries; a client with fewer writes to send waits at most the linger. Ordering is not at
+// stake: the group only collects longer, as it does while earlier replies are outstanding.
+
+// maxLinger bounds how long a group waits for the refill after its predecessor's decision.
+const maxLinger = 2 * time.Millisecond
+
+// linger starts g's wait for the refill after its predecessor's decision (request goroutine
+// only); false when g should start at once: the predecessor's replies were not queued at its
+// decision, or g already holds the refill.
+func (c *conn) linger(g *writeGroup) bool {
+	p := g.after
+	if p == nil || !p.repliedAtDecision || g.lingerEnd != nil {
+		return false
+	}
+	d := min(p.round/4, maxLinger)
+	refill := min(len(g.writes)+len(p.writes), maxGroupOps)
+	if d <= 0 || len(g.writes) >= refill {
+		return false
+	}
+	g.refill = refill
+	g.lingerEnd = time.NewTimer(d)
+	return true
+}
+
 // replyAtDecision queues the replies of g's writes once g is decided to commit at zxid, from
 // the results its prepares report (router.TxnRequest.Decided), before its commits are applied:
 // a write's reply then waits one Raft round (the prepare), not two. It does not when the
@@ -283,10 +336,11 @@ func (c *conn) runGroup(g *writeGroup) {
 // is not idle (conn.idle): its later requests that need every earlier write applied (reads, a
 // write to one shard proposed alone, a multi, a ping) wait for that as before. A later group
 // over several shards does not; its prepares follow g's commits on every shard (runGroup).
-func (c *conn) replyAtDecision(g *writeGroup, zxid int64, results []wire.MultiResult) bool {
+func (c *conn) replyAtDecision(g *writeGroup, zxid int64, results []wire.MultiResult, round time.Duration) bool {
 	if c.watched.Load() || len(results) != len(g.writes) {
 		return false
 	}
+	g.repliedAtDecision, g.round = true, round
 	for i, w := range g.writes {
 		z := shard.GroupZxid(zxid, i)
 		c.auditWrite(w.h.Op, w.rec, results[i].Err, results[i].Path)
@@ -324,11 +378,13 @@ func isApplied(g *writeGroup) bool {
 }
 
 // waitGroupApplied waits until g (nil: none) is applied on this server; false if the connection
-// closed first.
+// closed first. It releases g's commits (router.GroupCommits.Release): a commit held for the
+// session's next group would otherwise keep this wait up to the hand-off's bound.
 func (c *conn) waitGroupApplied(g *writeGroup) bool {
 	if g == nil {
 		return true
 	}
+	g.commits.Release()
 	select {
 	case <-g.applied:
 		return true

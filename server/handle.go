@@ -690,7 +690,11 @@ func (c *conn) handleSync(h wire.RequestHeader, body []byte) bool {
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), c.writeTimeout())
 		defer cancel()
-		if err := c.s.o.Sync(ctx, sh.ID); err != nil {
+		err := c.s.o.Sync(ctx, sh.ID)
+		if err == nil {
+			err = c.s.o.Router.WaitResolved(ctx, sh)
+		}
+		if err != nil {
 			c.s.o.Log.Warn("sync failed", "path", r.Path, "err", err)
 			c.complete(sl, c.frame(h.Xid, wire.ErrOperationTimeout, 0, nil))
 			return

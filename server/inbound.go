@@ -146,17 +146,30 @@ func (c *conn) requestLoop(r *bufio.Reader) {
 // group as soon as they are queued: the writes read until then joined it (group.go).
 func (c *conn) nextBatch(in *inbound) (*batch, bool) {
 	for c.group != nil {
-		var decided <-chan struct{} // nil: none
-		if c.group.after != nil {
-			decided = c.group.after.decided
+		g := c.group
+		var ready, decided <-chan struct{} // nil: none, or lingering already
+		var lingered <-chan time.Time
+		if g.lingerEnd != nil {
+			lingered = g.lingerEnd.C
+		} else {
+			ready = g.ready
+			if g.after != nil {
+				decided = g.after.decided
+			}
 		}
 		select {
 		case b, ok := <-in.batches:
 			return b, ok
-		case <-c.group.ready:
+		case <-ready:
+		case <-decided: // it may start now if it spans shards (runGroup)
+		case <-lingered:
 			c.flushGroup()
-		case <-decided:
-			c.flushGroup() // it may start now if it spans shards (runGroup)
+			continue
+		}
+		// First it waits a little for the writes the client sends for the replies just
+		// queued at the earlier group's decision (group.go, linger).
+		if !c.linger(g) {
+			c.flushGroup()
 		}
 	}
 	b, ok := <-in.batches
