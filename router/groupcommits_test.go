@@ -164,3 +164,59 @@ func TestGroupCommitsTravelWithNextPrepares(t *testing.T) {
 		}
 	}
 }
+
+// TestGroupCommitsWaitForReleaseOrNextGroup: a decided group offers its commits even when no
+// next group exists yet (one may form from the replies its decision queued), so they are not
+// submitted at the decision: with the hand-off's bound far away, the group's transaction does
+// not finish until the server releases the commits, and then finishes at once.
+func TestGroupCommitsWaitForReleaseOrNextGroup(t *testing.T) {
+	defer func(d time.Duration) { handoffWait = d }(handoffWait)
+	handoffWait = time.Minute
+
+	r := New([]uint64{2, 3}, []uint8{1, 2}, PlaceHash, nil)
+	for id, tag := range map[uint64]uint8{2: 1, 3: 2} {
+		f := &stateRaft{st: shard.NewState(shard.StateConfig{Tag: tag, OwnsRoot: id == 2, Root: "/"})}
+		sh := r.Shard(id)
+		sh.Control = NewProposer(id, f.propose, ProposerOptions{Control: true})
+		defer sh.Control.Stop()
+	}
+	ops := []wire.MultiOp{
+		{Op: wire.OpCreate2, Create: &wire.CreateRequest{Path: "/a", Data: []byte("v"), ACL: wire.OpenACLUnsafe}},
+		{Op: wire.OpCreate2, Create: &wire.CreateRequest{Path: "/b", Data: []byte("v"), ACL: wire.OpenACLUnsafe}},
+	}
+	// /a and /b are top-level creates: parent side on the root shard 2, node side on their own.
+	roles := map[uint64][]shard.TxnRole{2: {shard.RoleFull, shard.RoleParent}, 3: {shard.RoleNone, shard.RoleNode}}
+	if r.Lookup("/a").ID != 2 || r.Lookup("/b").ID != 3 {
+		t.Skipf("placement put /a on %d and /b on %d; the roles above assume 2 and 3", r.Lookup("/a").ID, r.Lookup("/b").ID)
+	}
+	h := NewGroupCommits()
+	decided := make(chan struct{})
+	done := make(chan error, 1)
+	req := &TxnRequest{Session: 1, Multi: wire.MultiRequest{Ops: ops}, Group: true, Commits: h,
+		Decided: func(int64, []wire.MultiResult) { close(decided) }}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	go func() { _, err := r.RunTxn(ctx, req, roles); done <- err }()
+	<-decided
+	select {
+	case err := <-done:
+		t.Fatalf("the group finished (%v) with its commits neither taken nor released: they were submitted at the decision", err)
+	case <-time.After(300 * time.Millisecond):
+	}
+	released := time.Now()
+	h.Release()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the group did not finish after its commits were released")
+	}
+	if d := time.Since(released); d > 5*time.Second {
+		t.Fatalf("finished %v after the release", d)
+	}
+	if h.Handed() {
+		t.Fatal("no next group took the commits, yet they count as handed")
+	}
+}
