@@ -282,16 +282,16 @@ func TestCloseFencesUnlessItsConnectionIsTheLatestOwner(t *testing.T) {
 	}
 }
 
-// gatedMeta holds a close command until gate is closed.
+// gatedMeta holds a close command until the current gate is closed.
 type gatedMeta struct {
 	*fakeMeta
-	gate chan struct{}
+	gate func() <-chan struct{}
 }
 
 func (g gatedMeta) Propose(ctx context.Context, cmd []byte) (uint64, error) {
 	if cmd[0] == cmdClose {
 		select {
-		case <-g.gate:
+		case <-g.gate():
 		case <-ctx.Done():
 			return 0, ctx.Err()
 		}
@@ -324,6 +324,21 @@ func TestCloseOwnedRunsTheShardsWithTheMetaClose(t *testing.T) {
 	var mu sync.Mutex
 	calls := map[int64][]call{}
 	refuse := map[int64]error{3: ErrMovedAway, 4: errors.New("shard unavailable")}
+	// Set once: the manager's background goroutines (recordCleaned) read them while the
+	// cases run; each case gets a new gate.
+	var gate chan struct{}
+	m.o.Meta = gatedMeta{meta, func() <-chan struct{} { mu.Lock(); defer mu.Unlock(); return gate }}
+	m.o.CloseOnShards = func(_ context.Context, id int64, fence bool, owner uint64, w Written) error {
+		mu.Lock()
+		calls[id] = append(calls[id], call{fence, owner})
+		g := gate
+		mu.Unlock()
+		if !fence {
+			close(g) // the meta close waits for this: the two run at the same time
+			return refuse[id]
+		}
+		return nil
+	}
 	for _, c := range []struct {
 		id      int64
 		want    []call
@@ -334,18 +349,9 @@ func TestCloseOwnedRunsTheShardsWithTheMetaClose(t *testing.T) {
 		{3, []call{{false, CreatedEpoch}, {true, 0}}, false}, // a shard refused: fenced after
 		{4, []call{{false, CreatedEpoch}}, true},             // the round failed: the error
 	} {
-		gate := make(chan struct{})
-		m.o.Meta = gatedMeta{meta, gate}
-		m.o.CloseOnShards = func(_ context.Context, id int64, fence bool, owner uint64, w Written) error {
-			mu.Lock()
-			calls[id] = append(calls[id], call{fence, owner})
-			mu.Unlock()
-			if !fence {
-				close(gate) // the meta close waits for this: the two run at the same time
-				return refuse[id]
-			}
-			return nil
-		}
+		mu.Lock()
+		gate = make(chan struct{})
+		mu.Unlock()
 		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		err := m.Close(cctx, c.id, CreatedEpoch, Written{Complete: true, Shards: []uint64{3}})
 		cancel()
