@@ -36,7 +36,9 @@ import (
 //     one when the store closes) is cut back to the bytes written.
 //   - After a crash the last file keeps its zero tail; tan reads every log file it did not close
 //     when it opens, takes the zeros as a torn tail and copies the records into a new file, as
-//     it does after a torn write.
+//     it does after a torn write. A write the crash cut short leaves a chunk whose end reads as
+//     the allocation's zeros, which tan would take for corruption: tornTailFactory zeroes such
+//     a chunk before tan opens the directory (logtail.go).
 //
 // And one durability rule tan itself lacks: a log file is synced before it is closed. tan starts
 // the next file inside a save, before writing the update that finds the current one full, and

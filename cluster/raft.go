@@ -57,7 +57,8 @@ func QuietDragonboat() {
 // of a write-heavy server's CPU compacting the Raft log (docs/storage.md). raftnet: dragonboat's
 // framing, but a restarted peer's stale links are replaced instead of tripping dragonboat's
 // per-peer circuit breaker (raftnet/doc.go). logFileFS: tan's log files allocated up front and
-// synced with fdatasync (logfile.go). The log store: one log for all of the server's replicas,
+// synced with fdatasync (logfile.go), and a torn write at the end of one mended before the store
+// opens (logtail.go). The log store: one log for all of the server's replicas,
 // saved with group commit (serverlog.go), or a log per replica in a directory written that way;
 // wrapped so that an update with an unchanged Raft state costs no sync (logdb.go).
 func raftExpert(nodeHostDir string, log *slog.Logger, tail *atomic.Pointer[tailCache], tailBytes uint64, tls *tlsconf.Source) (config.ExpertConfig, error) {
@@ -66,7 +67,7 @@ func raftExpert(nodeHostDir string, log *slog.Logger, tail *atomic.Pointer[tailC
 		return config.ExpertConfig{}, err
 	}
 	return config.ExpertConfig{FS: newLogFileFS(vfs.Default, log), LogDB: logDBConfig(),
-		LogDBFactory:     stateFillingFactory{inner: logStore, tail: tail, tailBytes: tailBytes},
+		LogDBFactory:     stateFillingFactory{inner: tornTailFactory{inner: logStore}, tail: tail, tailBytes: tailBytes},
 		TransportFactory: raftnet.Factory{Log: log, TLS: tls}}, nil
 }
 
