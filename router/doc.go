@@ -8,9 +8,10 @@
 // sessions into Raft entries and pipelines them, and one control Proposer per shard for
 // cross-shard transaction steps. It coordinates cross-shard transactions (xtxn.go: prepare on
 // every participant, commit with one zxid at the anchor first, recovery of a transaction whose
-// coordinator died) and serves the cross-shard read rule (closer.go: a read that depends on zxid d
-// waits until the local view of its shard reflects every write committed before d was observed,
-// with shared ReadIndex rounds).
+// coordinator died) and owns the order of a session's reads (read.go: Read and ReadRegistered answer a read
+// from a view of the shard serving its path that reflects everything the session has seen, read
+// again where the subtree lives if it moved; closer.go: the shared ReadIndex rounds those
+// catch-ups wait on).
 //
 // Invariants:
 //

@@ -23,8 +23,9 @@
 //   - Across shards: a write to another shard than the connection's previous write, sent while
 //     earlier writes are unanswered, joins a group that runs once their replies are queued, as
 //     one transaction over its shards (group.go; FIFO order across shards); a read first makes the local view of its shard
-//     reflect everything the connection depends on (router.EnsureClosed); a connection holding
-//     watches also catches up the other shards to the view it read, so events precede replies.
+//     reflect everything the connection depends on, and a connection holding watches also
+//     catches up the other shards to the view it read, so events precede replies (router.Read,
+//     given the connection's readBound).
 //     Writes spanning shards run as cross-shard transactions (route.go).
 //   - closeSession on the connection that created the session ends it on the data shards the
 //     session wrote to, which the connection notes before it submits each write (written.go).

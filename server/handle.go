@@ -170,19 +170,15 @@ func (c *conn) handleServerOnly(h wire.RequestHeader, _ []byte) bool {
 // "/" getAllChildrenNumber adds every other shard's nodes.
 func (c *conn) handlePathRead(h wire.RequestHeader, rec wire.Record) bool {
 	path := readPath(rec)
-	var sh *router.Shard
 	var errc wire.Err
 	var resp wire.Record
-	var zxid int64
-	for moved := true; moved; moved = c.moved(path, sh) {
-		var v *shard.View
-		var ok bool
-		if sh, v, ok = c.viewFor(path); !ok {
-			return false
-		}
+	sh, v, err := c.s.o.Router.Read(path, c.readBound(), func(_ *router.Shard, v *shard.View) {
 		errc, resp = v.Read(h.Op, rec, c.AuthIDs())
-		zxid = v.Zxid()
+	})
+	if !c.readOK(err) {
+		return false
 	}
+	zxid := v.Zxid()
 	if n, ok := resp.(*wire.GetAllChildrenNumberResponse); ok && errc == wire.ErrOK && path == "/" {
 		// Every top-level subtree on another shard counts too (the root shard holds
 		// only their child entries, which it does not count).
@@ -245,23 +241,23 @@ func (c *conn) handleWatchableRead(h wire.RequestHeader, rec wire.Record) bool {
 	case *wire.GetChildrenRequest:
 		path, watch = r.Path, r.Watch
 	}
-	for {
-		sh, v, ok := c.viewFor(path)
-		if !ok {
+	if !watch {
+		var errc wire.Err
+		var resp wire.Record
+		_, v, err := c.s.o.Router.Read(path, c.readBound(), func(_ *router.Shard, v *shard.View) {
+			errc, resp = v.Read(h.Op, rec, c.AuthIDs())
+		})
+		if !c.readOK(err) {
 			return false
 		}
-		if !watch {
-			errc, resp := v.Read(h.Op, rec, c.AuthIDs())
-			if c.moved(path, sh) {
-				continue // the subtree moved while we read: v may lack it
-			}
-			c.replyAt(h.Xid, errc, resp, v.Zxid())
-			return true
-		}
-		c.watched.Store(true)
-		unlock := sh.RegisterLock()
-		v = sh.View() // the newest view: registration is ordered against triggering under the lock
-		errc, resp := v.Read(h.Op, rec, c.AuthIDs())
+		c.replyAt(h.Xid, errc, resp, v.Zxid())
+		return true
+	}
+	c.watched.Store(true)
+	var errc wire.Err
+	var resp wire.Record
+	_, v, unlock, err := c.s.o.Router.ReadRegistered(path, c.readBound(), func(_ *router.Shard, v *shard.View) {
+		errc, resp = v.Read(h.Op, rec, c.AuthIDs())
 		switch {
 		case h.Op == wire.OpExists && (errc == wire.ErrOK || errc == wire.ErrNoNode):
 			// exists registers a data watch whether or not the node exists.
@@ -271,18 +267,13 @@ func (c *conn) handleWatchableRead(h wire.RequestHeader, rec wire.Record) bool {
 		case (h.Op == wire.OpGetChildren || h.Op == wire.OpGetChildren2) && errc == wire.ErrOK:
 			c.s.o.Hub.AddChild(c, path)
 		}
-		// Checked after registering: if the subtree has not moved by now, the destination's
-		// replica has not installed it yet (it updates the mount table before it applies
-		// anything else of the subtree), so every later change triggers after the
-		// registration. If it moved, read again where it lives (registering again is a no-op).
-		if c.moved(path, sh) {
-			unlock()
-			continue
-		}
-		c.replyAt(h.Xid, errc, resp, v.Zxid())
-		unlock()
-		return true
+	})
+	if !c.readOK(err) {
+		return false
 	}
+	c.replyAt(h.Xid, errc, resp, v.Zxid())
+	unlock()
+	return true
 }
 
 func (c *conn) handleGetEphemerals(h wire.RequestHeader, rec wire.Record) bool {
@@ -318,33 +309,29 @@ func (c *conn) handleMultiRead(h wire.RequestHeader, rec wire.Record) bool {
 		case op.GetChildren != nil:
 			path = op.GetChildren.Path
 		}
-		sh, v, ok := c.viewFor(path)
-		if !ok {
+		_, v, err := c.s.o.Router.Read(path, c.readBound(), func(_ *router.Shard, v *shard.View) {
+			switch {
+			case op.GetData != nil:
+				errc, rr := v.Read(wire.OpGetData, op.GetData, ids)
+				if errc == wire.ErrOK {
+					g := rr.(*wire.GetDataResponse)
+					res = wire.MultiResult{Op: wire.OpGetData, Data: g.Data, Stat: g.Stat}
+				} else {
+					res = wire.MultiResult{Op: wire.OpError, Err: errc}
+				}
+			case op.GetChildren != nil:
+				errc, rr := v.Read(wire.OpGetChildren, op.GetChildren, ids)
+				if errc == wire.ErrOK {
+					res = wire.MultiResult{Op: wire.OpGetChildren, Children: rr.(*wire.GetChildrenResponse).Children}
+				} else {
+					res = wire.MultiResult{Op: wire.OpError, Err: errc}
+				}
+			}
+		})
+		if !c.readOK(err) {
 			return false
 		}
-		if c.moved(path, sh) {
-			if _, v, ok = c.viewFor(path); !ok {
-				return false
-			}
-		}
 		zxid = max(zxid, v.Zxid())
-		switch {
-		case op.GetData != nil:
-			errc, rr := v.Read(wire.OpGetData, op.GetData, ids)
-			if errc == wire.ErrOK {
-				g := rr.(*wire.GetDataResponse)
-				res = wire.MultiResult{Op: wire.OpGetData, Data: g.Data, Stat: g.Stat}
-			} else {
-				res = wire.MultiResult{Op: wire.OpError, Err: errc}
-			}
-		case op.GetChildren != nil:
-			errc, rr := v.Read(wire.OpGetChildren, op.GetChildren, ids)
-			if errc == wire.ErrOK {
-				res = wire.MultiResult{Op: wire.OpGetChildren, Children: rr.(*wire.GetChildrenResponse).Children}
-			} else {
-				res = wire.MultiResult{Op: wire.OpError, Err: errc}
-			}
-		}
 		resp.Results = append(resp.Results, res)
 	}
 	c.replyAt(h.Xid, wire.ErrOK, resp, zxid)

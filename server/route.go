@@ -3,89 +3,57 @@ package server
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/corral/corral/router"
 	"github.com/corral/corral/shard"
 	"github.com/corral/corral/wire"
 )
 
-// readView returns the view of sh a read of this connection may use: one that reflects every
-// write of sh committed before the connection observed its last zxid (router.EnsureClosed), so
-// a session never reads older state on one shard than it saw on another. A connection holding
-// watches also catches up every other shard to the returned view's zxid, so that the events of
-// changes the reply may depend on are queued before it. A replica that has not confirmed for
-// MaxReadAge that it holds what the shard committed first catches up (router.EnsureFresh, given
-// cutOffGrace), so no read is answered from a state older than that. ok is false when the
-// shard could not catch up in time; the connection is then closed (the client reconnects, as
-// after a lost server).
-func (c *conn) readView(sh *router.Shard, min int64) (v *shard.View, ok bool) {
-	if c.readOnly {
-		// A read-only session reads whatever this server has, however old (readonly.go).
-		if v = sh.View(); v != nil {
-			return v, true
-		}
-	}
-	r := c.s.o.Router
-	d := max(c.lastZxid.Load(), min)
-	maxAge := c.s.o.MaxReadAge
-	fresh := maxAge <= 0 || sh.AgeAt(c.reqNow) <= maxAge
-	if v = sh.View(); v != nil && v.Zxid() >= d && !c.watched.Load() && fresh {
-		return v, true // fast path: nothing to wait for
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), c.writeTimeout())
-	defer cancel()
-	if !fresh {
-		// This replica has not confirmed for the whole bound that it has what the shard
-		// committed: catch up before answering, or close.
-		if err := c.catchUp(ctx, sh, func(ctx context.Context) error { return r.EnsureFresh(ctx, sh, maxAge) }); err != nil {
-			c.catchUpFailed(sh, err)
-			return nil, false
-		}
-	}
-	if err := c.catchUp(ctx, sh, func(ctx context.Context) error { return r.EnsureClosed(ctx, sh, d) }); err != nil {
-		c.catchUpFailed(sh, err)
-		return nil, false
-	}
-	v = sh.View()
-	if c.watched.Load() {
-		for _, o := range r.Shards() {
-			if o == sh {
-				continue
-			}
-			if err := c.catchUp(ctx, o, func(ctx context.Context) error { return r.EnsureClosed(ctx, o, v.Zxid()) }); err != nil {
-				c.catchUpFailed(o, err)
-				return nil, false
-			}
-		}
-	}
-	return v, true
+// readBound is what a read of this connection waits for (router.ReadBound): the zxid the
+// connection observed last, its watches, the read-age bound, and a catch-up limit of
+// cutOffGrace for a replica cut off from its quorum (CatchUpLimit), within the session timeout.
+// A read-only session reads whatever this server has, however old (readonly.go).
+func (c *conn) readBound() router.ReadBound {
+	return router.ReadBound{Seen: c.lastZxid.Load(), Watching: c.watched.Load(), MaxAge: c.s.o.MaxReadAge,
+		Now: c.reqNow, Stale: c.readOnly, Timeout: c.writeTimeout(), Limit: c}
 }
 
-// catchUp runs a catch-up of sh within ctx (the session timeout), or within cutOffGrace when
-// this server's replica of sh is cut off from its quorum (stuck.go), so that the client soon
-// moves to a server that reaches it; a slow replica (a loaded server, one catching up) gets
-// the whole session timeout.
-func (c *conn) catchUp(ctx context.Context, sh *router.Shard, f func(context.Context) error) error {
+// CatchUpLimit gives a catch-up of sh cutOffGrace when this server's replica of it is cut off
+// from its quorum (stuck.go), so that the client soon moves to a server that reaches it; a slow
+// replica (a loaded server, one catching up) gets the whole session timeout.
+func (c *conn) CatchUpLimit(sh *router.Shard) time.Duration {
 	if c.s.cutOff(sh, c.reqNow) {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, cutOffGrace(c.s.o.MaxReadAge))
-		defer cancel()
+		return cutOffGrace(c.s.o.MaxReadAge)
 	}
-	return f(ctx)
+	return 0
 }
 
-// viewFor returns the shard serving path and a view of it a read of this connection may use
-// (readView), at least as new as the move that put path's subtree there. A subtree can move
-// while the read runs: the caller checks moved after reading and reads again if it did.
-func (c *conn) viewFor(path string) (*router.Shard, *shard.View, bool) {
-	sh, z := c.s.o.Router.Route(path)
-	v, ok := c.readView(sh, z)
-	return sh, v, ok
+// readView returns the view of sh a read of this connection may use, at least as new as min
+// (router.ReadView). ok is false when the shard could not catch up in time; the connection is
+// then closed (the client reconnects, as after a lost server).
+func (c *conn) readView(sh *router.Shard, min int64) (v *shard.View, ok bool) {
+	v, err := c.s.o.Router.ReadView(sh, min, c.readBound())
+	return v, c.readOK(err)
+}
+
+// readOK reports whether a read's routing and catch-up succeeded; if not, it logs why and
+// closes the connection.
+func (c *conn) readOK(err error) bool {
+	if err == nil {
+		return true
+	}
+	var cu *router.CatchUpError
+	if errors.As(err, &cu) {
+		c.catchUpFailed(cu.Shard, cu.Err)
+		return false
+	}
+	c.s.o.Log.Warn("read cannot be routed, closing connection", "session", sessionHex(c.sessionID), "err", err)
+	go c.close("read cannot be routed")
+	return false
 }
 
 // moved reports whether path no longer lives on sh (its subtree moved since it was looked up).
-// The mount table changes before the source publishes a view without the subtree, so a read
-// that used such a view sees the change here.
 func (c *conn) moved(path string, sh *router.Shard) bool { return c.s.o.Router.Lookup(path) != sh }
 
 func (c *conn) catchUpFailed(sh *router.Shard, err error) {
