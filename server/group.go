@@ -116,7 +116,7 @@ func groupOp(op wire.OpCode, rec wire.Record) (wire.MultiOp, bool) {
 		if op != wire.OpCreateContainer && (r.Flags < wire.FlagPersistent || r.Flags > wire.FlagEphemeralSequential) {
 			return wire.MultiOp{}, false
 		}
-		if m, ok := singleAsMulti(op, rec); ok {
+		if m, ok := router.SingleAsMulti(op, rec); ok {
 			return m.Ops[0], true
 		}
 	case *wire.DeleteRequest:
@@ -408,8 +408,8 @@ func (c *conn) runInOrder(g *writeGroup) {
 	}
 	var prev uint64
 	for i, w := range g.writes {
-		plan := c.planWrite(w.h.Op, w.rec)
-		if plan.sh == nil || plan.sh.ID != prev {
+		plan := c.s.o.Router.PlanWrite(w.h.Op, w.rec)
+		if plan.Shard == nil || plan.Shard.ID != prev {
 			select {
 			case <-c.whenHead(w.sl):
 			case <-c.writerEnd:
@@ -420,25 +420,25 @@ func (c *conn) runInOrder(g *writeGroup) {
 			}
 		}
 		switch {
-		case plan.roles != nil:
+		case plan.Roles != nil:
 			// Its path became a mount point since it was read: a transaction of its own.
 			ctx, cancel := context.WithTimeout(context.Background(), c.writeTimeout())
-			req := &router.TxnRequest{Session: g.session, Epoch: g.epoch, Auth: g.auth, MinZxid: c.lastZxid.Load(), Multi: plan.multi}
-			c.runTxn(ctx, w.sl, w.h, req, plan.roles, plan.single)
+			req := &router.TxnRequest{Session: g.session, Epoch: g.epoch, Auth: g.auth, MinZxid: c.lastZxid.Load(), Multi: plan.Multi}
+			c.runTxn(ctx, w.sl, w.h, req, plan.Roles, plan.Single)
 			cancel()
 			prev = 0
-		case plan.sh == nil:
+		case plan.Shard == nil:
 			c.complete(w.sl, c.frame(w.h.Xid, wire.ErrSystemError, 0, nil))
 			prev = 0
 		default:
 			var viewZxid int64
-			if v := plan.sh.View(); v != nil {
+			if v := plan.Shard.View(); v != nil {
 				viewZxid = v.Zxid()
 			}
 			op := shard.Op{Session: g.session, Epoch: g.epoch, Auth: g.auth, Code: w.h.Op, Body: w.body,
 				MinZxid: c.lastZxid.Load(), ViewZxid: viewZxid}
-			c.propose(w.sl, w.h, w.rec, op, plan.sh)
-			prev = plan.sh.ID
+			c.propose(w.sl, w.h, w.rec, op, plan.Shard)
+			prev = plan.Shard.ID
 		}
 	}
 }

@@ -572,11 +572,11 @@ func (c *conn) handleWrite(h wire.RequestHeader, frame []byte) bool {
 		c.complete(sl, c.frame(h.Xid, wire.ErrMarshallingError, 0, nil))
 		return true
 	}
-	plan := c.planWrite(h.Op, rec)
-	if plan.roles != nil {
-		return c.handleTxn(h, plan.multi, plan.roles, plan.single)
+	plan := c.s.o.Router.PlanWrite(h.Op, rec)
+	if plan.Roles != nil {
+		return c.handleTxn(h, plan.Multi, plan.Roles, plan.Single)
 	}
-	sh := plan.sh
+	sh := plan.Shard
 	if sh == nil {
 		sl := c.reserve("write")
 		c.complete(sl, c.frame(h.Xid, wire.ErrSystemError, 0, nil))
@@ -635,29 +635,6 @@ func (c *conn) frame(xid int32, errc wire.Err, opZxid int64, body []byte) []byte
 	e.Raw(body)
 	wire.EndFrame(e, mark)
 	return e.Bytes()
-}
-
-// writeTarget returns the path a (non-multi) write targets and whether it is a create, and a
-// sequential one.
-func writeTarget(rec wire.Record) (path string, create, seq bool) {
-	isSeq := func(f int32) bool {
-		return f == wire.FlagPersistentSequential || f == wire.FlagEphemeralSequential || f == wire.FlagPersistentSequentialWithTTL
-	}
-	switch r := rec.(type) {
-	case *wire.CreateRequest:
-		return r.Path, true, isSeq(r.Flags)
-	case *wire.CreateTTLRequest:
-		return r.Path, true, isSeq(r.Flags)
-	case *wire.DeleteRequest:
-		return r.Path, false, false
-	case *wire.SetDataRequest:
-		return r.Path, false, false
-	case *wire.SetACLRequest:
-		return r.Path, false, false
-	case *wire.CheckVersionRequest:
-		return r.Path, false, false
-	}
-	return "/", false, false
 }
 
 // handleSync makes this server's replica of the path's shard catch up with the leader, then

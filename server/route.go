@@ -80,29 +80,6 @@ func (c *conn) writeBarrier(key uint64) bool {
 	return true
 }
 
-// singleAsMulti wraps a create or delete of a top-level znode on another shard than "/" in a
-// one-op multi, so that it runs as a cross-shard transaction.
-func singleAsMulti(op wire.OpCode, rec wire.Record) (wire.MultiRequest, bool) {
-	var m wire.MultiOp
-	switch r := rec.(type) {
-	case *wire.CreateRequest:
-		m = wire.MultiOp{Op: op, Create: r}
-		if op == wire.OpCreateContainer {
-			// A multi decides a create's node type by its flags; the single request by opcode.
-			cp := *r
-			cp.Flags = wire.FlagContainer
-			m.Create = &cp
-		}
-	case *wire.CreateTTLRequest:
-		m = wire.MultiOp{Op: op, CreateTTL: r}
-	case *wire.DeleteRequest:
-		m = wire.MultiOp{Op: op, Delete: r}
-	default:
-		return wire.MultiRequest{}, false
-	}
-	return wire.MultiRequest{Ops: []wire.MultiOp{m}}, true
-}
-
 // handleTxn runs a write that spans shards as a cross-shard transaction and queues its reply in
 // order. single is true when the client sent one create or delete (not a multi).
 func (c *conn) handleTxn(h wire.RequestHeader, m wire.MultiRequest, roles map[uint64][]shard.TxnRole, single bool) bool {
@@ -164,40 +141,6 @@ func (c *conn) runTxn(ctx context.Context, sl *slot, h wire.RequestHeader, req *
 	c.countReply(wire.ErrOK)
 }
 
-// writePlan is where a write goes: one shard's proposer (sh), or a cross-shard transaction
-// (roles).
-type writePlan struct {
-	sh     *router.Shard
-	multi  wire.MultiRequest
-	roles  map[uint64][]shard.TxnRole
-	single bool // a create or delete sent alone, run as a one-op multi
-}
-
-// planWrite decides where a decoded write goes: a multi over several shards, or the create or
-// delete of a mount point (a top-level znode on another shard than "/", or an explicit or
-// moved mount), is a cross-shard transaction; anything else goes to its path's shard.
-func (c *conn) planWrite(op wire.OpCode, rec wire.Record) writePlan {
-	r := c.s.o.Router
-	if m, ok := rec.(*wire.MultiRequest); ok {
-		one, roles := r.PlanMulti(m)
-		if roles != nil {
-			return writePlan{multi: *m, roles: roles}
-		}
-		return writePlan{sh: one}
-	}
-	path, create, seq := writeTarget(rec)
-	if (create || op == wire.OpDelete) && r.MountPoint(path, seq) {
-		if m, ok := singleAsMulti(op, rec); ok {
-			_, roles := r.PlanMulti(&m)
-			return writePlan{multi: m, roles: roles, single: true}
-		}
-	}
-	if create {
-		return writePlan{sh: r.CreateShard(path, seq)}
-	}
-	return writePlan{sh: r.Lookup(path)}
-}
-
 // completeWrite queues the reply of a write its shard applied; rec is its decoded request.
 func (c *conn) completeWrite(sl *slot, h wire.RequestHeader, rec wire.Record, res shard.OpResult) {
 	c.auditReply(h.Op, rec, res.Err, res.Body)
@@ -241,13 +184,13 @@ func (c *conn) reroute(sl *slot, h wire.RequestHeader, rec wire.Record, op shard
 			c.s.stats.rerouted.Add(1)
 			c.s.o.Metrics.rerouted.Inc()
 			op.MinZxid = max(op.MinZxid, c.lastZxid.Load(), moveZxid)
-			plan := c.planWrite(h.Op, rec)
-			if plan.roles != nil {
-				req := &router.TxnRequest{Session: op.Session, Epoch: op.Epoch, Auth: op.Auth, MinZxid: op.MinZxid, Multi: plan.multi}
-				c.runTxn(ctx, sl, h, req, plan.roles, plan.single)
+			plan := c.s.o.Router.PlanWrite(h.Op, rec)
+			if plan.Roles != nil {
+				req := &router.TxnRequest{Session: op.Session, Epoch: op.Epoch, Auth: op.Auth, MinZxid: op.MinZxid, Multi: plan.Multi}
+				c.runTxn(ctx, sl, h, req, plan.Roles, plan.Single)
 				return
 			}
-			if plan.sh == nil {
+			if plan.Shard == nil {
 				c.complete(sl, c.frame(h.Xid, wire.ErrSystemError, 0, nil))
 				return
 			}
@@ -255,15 +198,15 @@ func (c *conn) reroute(sl *slot, h wire.RequestHeader, rec wire.Record, op shard
 			// move that sent it back if that was this shard (the reply came from this replica's
 			// apply).
 			op.ViewZxid = 0
-			if v := plan.sh.View(); v != nil {
+			if v := plan.Shard.View(); v != nil {
 				op.ViewZxid = v.Zxid()
 			}
-			if plan.sh.ID == from {
+			if plan.Shard.ID == from {
 				op.ViewZxid = max(op.ViewZxid, moveZxid)
 			}
 			got := make(chan result, 1)
-			c.written.note(plan.sh.ID)
-			plan.sh.Proposer.Submit(&router.Request{Op: op, Done: func(res shard.OpResult, err error) {
+			c.written.note(plan.Shard.ID)
+			plan.Shard.Proposer.Submit(&router.Request{Op: op, Done: func(res shard.OpResult, err error) {
 				got <- result{res, err}
 			}})
 			var r result
@@ -278,7 +221,7 @@ func (c *conn) reroute(sl *slot, h wire.RequestHeader, rec wire.Record, op shard
 				return
 			}
 			if r.res.Err == shard.ErrMoved {
-				from, moveZxid = plan.sh.ID, r.res.Zxid
+				from, moveZxid = plan.Shard.ID, r.res.Zxid
 				continue
 			}
 			c.completeWrite(sl, h, rec, r.res)
