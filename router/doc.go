@@ -11,7 +11,8 @@
 // coordinator died) and owns the order of a session's reads (read.go: Read and ReadRegistered answer a read
 // from a view of the shard serving its path that reflects everything the session has seen, read
 // again where the subtree lives if it moved; closer.go: the shared ReadIndex rounds those
-// catch-ups wait on).
+// catch-ups wait on). It plans where a write goes (plan.go: one shard's proposer or a cross-shard
+// transaction) and proposes again a write a subtree move sent back (reroute.go).
 //
 // Invariants:
 //

@@ -155,15 +155,10 @@ func (c *conn) completeWrite(sl *slot, h wire.RequestHeader, rec wire.Record, re
 	c.countReply(res.Err)
 }
 
-// maxReroutes bounds how often one write follows a moving subtree.
-const maxReroutes = 8
-
-// reroute proposes again a write its shard (from) sent back with shard.ErrMoved (its subtree
-// moved away, or it was issued before a move of that shard; moveZxid is the move's zxid): planned
-// again with the mount table (which this server's replica of the source updated when it
-// applied the move), with MinZxid at least moveZxid and at least the zxid of every earlier
-// request's reply: it waits for those first. The shard sends back every write issued before
-// the move, so a session's writes keep their order (docs/design.md, "Subtree moves").
+// reroute proposes again a write its shard (from) sent back with shard.ErrMoved (router.Reroute:
+// planned again with the mount table, MinZxid at least moveZxid and the session's zxid), once
+// every earlier request's reply is queued (docs/design.md, "Subtree moves"). A write whose path
+// became a mount point meanwhile runs as a cross-shard transaction.
 func (c *conn) reroute(sl *slot, h wire.RequestHeader, rec wire.Record, op shard.Op, from uint64, moveZxid int64) {
 	go func() {
 		// Every earlier request's reply first, rerouted ones included: the shard's batches
@@ -176,60 +171,32 @@ func (c *conn) reroute(sl *slot, h wire.RequestHeader, rec wire.Record, op shard
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), c.writeTimeout())
 		defer cancel()
-		type result struct {
-			res shard.OpResult
-			err error
+		out, err := c.s.o.Router.Reroute(ctx, h.Op, rec, op, from, moveZxid, rerouteSession{c})
+		n := out.Attempts // proposals; a transaction run instead is one more
+		if out.Txn != nil {
+			n++
 		}
-		for attempt := 0; attempt < maxReroutes; attempt++ {
-			c.s.stats.rerouted.Add(1)
-			c.s.o.Metrics.rerouted.Inc()
-			op.MinZxid = max(op.MinZxid, c.lastZxid.Load(), moveZxid)
-			plan := c.s.o.Router.PlanWrite(h.Op, rec)
-			if plan.Roles != nil {
-				req := &router.TxnRequest{Session: op.Session, Epoch: op.Epoch, Auth: op.Auth, MinZxid: op.MinZxid, Multi: plan.Multi}
-				c.runTxn(ctx, sl, h, req, plan.Roles, plan.Single)
-				return
-			}
-			if plan.Shard == nil {
-				c.complete(sl, c.frame(h.Xid, wire.ErrSystemError, 0, nil))
-				return
-			}
-			// Issued again against this server's current view of its shard, which holds the
-			// move that sent it back if that was this shard (the reply came from this replica's
-			// apply).
-			op.ViewZxid = 0
-			if v := plan.Shard.View(); v != nil {
-				op.ViewZxid = v.Zxid()
-			}
-			if plan.Shard.ID == from {
-				op.ViewZxid = max(op.ViewZxid, moveZxid)
-			}
-			got := make(chan result, 1)
-			c.written.note(plan.Shard.ID)
-			plan.Shard.Proposer.Submit(&router.Request{Op: op, Done: func(res shard.OpResult, err error) {
-				got <- result{res, err}
-			}})
-			var r result
-			select {
-			case r = <-got:
-			case <-ctx.Done():
-				c.writeFailed(sl, ctx.Err())
-				return
-			}
-			if r.err != nil {
-				c.writeFailed(sl, r.err)
-				return
-			}
-			if r.res.Err == shard.ErrMoved {
-				from, moveZxid = plan.Shard.ID, r.res.Zxid
-				continue
-			}
-			c.completeWrite(sl, h, rec, r.res)
-			return
+		c.s.stats.rerouted.Add(int64(n))
+		c.s.o.Metrics.rerouted.Add(float64(n))
+		switch {
+		case errors.Is(err, router.ErrNoShard):
+			c.complete(sl, c.frame(h.Xid, wire.ErrSystemError, 0, nil))
+		case err != nil:
+			c.writeFailed(sl, err)
+		case out.Txn != nil:
+			req := &router.TxnRequest{Session: op.Session, Epoch: op.Epoch, Auth: op.Auth, MinZxid: out.MinZxid, Multi: out.Txn.Multi}
+			c.runTxn(ctx, sl, h, req, out.Txn.Roles, out.Txn.Single)
+		default:
+			c.completeWrite(sl, h, rec, out.Result)
 		}
-		c.writeFailed(sl, errors.New("server: the write's subtree kept moving"))
 	}()
 }
+
+// rerouteSession is a connection's side of a rerouted write (router.RerouteSession).
+type rerouteSession struct{ c *conn }
+
+func (s rerouteSession) Seen() int64            { return s.c.lastZxid.Load() }
+func (s rerouteSession) Writing(shardID uint64) { s.c.written.note(shardID) }
 
 // writeFailed ends a write whose proposal (or transaction) returned an error: the server is
 // shutting down, or the outcome is unknown. Like ZooKeeper losing its leader with requests in
