@@ -202,9 +202,13 @@
 // TTL nodes). Identical ACL lists are interned. Ops stage their changes in an overlay (txn) so a
 // multi sees its earlier ops and a failure discards everything.
 //
-// # Pebble layout
+// # Records and the pebble layout
 //
-// One pebble DB per replica in Config.Dir/db-<generation>, named by the `current` file:
+// The state persists as records, keys and values (records.go): State.WriteInitial and
+// State.WriteChanges write them to a RecordWriter, LoadState reads them back from a
+// RecordReader, and the state knows nothing of where they live. The replica side (machine.go,
+// store.go, snapshot.go) keeps them in one pebble DB per replica in Config.Dir/db-<generation>,
+// named by the `current` file, and streams them in snapshots:
 //
 //	"mc"                    config (tag, root flag, root), written at creation and checked on open
 //	"ma"                    last applied Raft index (uint64 BE)

@@ -160,11 +160,10 @@ func (m *Machine) Open(stopc <-chan struct{}) (uint64, error) {
 			return 0, err
 		}
 	}
-	s.track = true
-	s.taps, s.tapShard = m.cfg.Taps, m.cfg.ShardID
+	s.AttachReplica(m.cfg.Taps, m.cfg.ShardID)
 	m.db, m.gen, m.state, m.applied, m.flushed = db, gen, s, applied, applied
 	m.publish(nil)
-	m.log.Debug("shard opened", "dir", m.cfg.Dir, "applied", applied, "zxid", s.LastZxid(), "nodes", s.tree.nodes.Len())
+	m.log.Debug("shard opened", "dir", m.cfg.Dir, "applied", applied, "zxid", s.LastZxid(), "nodes", s.Len())
 	return applied, nil
 }
 
@@ -231,7 +230,7 @@ func (m *Machine) Update(ents []sm.Entry) ([]sm.Entry, error) {
 // nothing (docs/storage.md, "The cost of a Sync"); left to the entry count, a bulk load's
 // changes wait for it and then stall the shard for as long as they take to write.
 func (m *Machine) askSync() {
-	if m.cfg.RequestSync == nil || m.cfg.SyncDirty <= 0 || len(m.state.dirty.nodes) < m.cfg.SyncDirty {
+	if m.cfg.RequestSync == nil || m.cfg.SyncDirty <= 0 || pendingNodes(m.state) < m.cfg.SyncDirty {
 		return
 	}
 	now := time.Now()
@@ -242,11 +241,16 @@ func (m *Machine) askSync() {
 	m.cfg.RequestSync()
 }
 
+func pendingNodes(s *State) int {
+	n, _ := s.Pending()
+	return n
+}
+
 // flushDirty writes every change since the last flush, with the applied index and the last
 // zxid, in one pebble batch. Callers hold Update off (dragonboat runs Update, Sync,
 // PrepareSnapshot and Close mutually exclusively).
 func (m *Machine) flushDirty() error {
-	if m.state.dirty.empty() && m.flushed == m.applied {
+	if _, changed := m.state.Pending(); !changed && m.flushed == m.applied {
 		return nil
 	}
 	wb := m.db.NewBatch()
@@ -275,7 +279,7 @@ func (m *Machine) Sync() error {
 		return ErrClosed
 	}
 	start := time.Now()
-	nodes := len(m.state.dirty.nodes)
+	nodes := pendingNodes(m.state)
 	m.syncAsked = time.Time{}
 	if err := m.flushDirty(); err != nil {
 		return err

@@ -115,8 +115,7 @@ func (m *Machine) RecoverFromSnapshot(r io.Reader, stopc <-chan struct{}) error 
 		return fail(err)
 	}
 	old, oldDir := m.db, filepath.Join(m.cfg.Dir, dbDirName(m.gen))
-	s.track = true
-	s.taps, s.tapShard = m.cfg.Taps, m.cfg.ShardID
+	s.AttachReplica(m.cfg.Taps, m.cfg.ShardID)
 	m.db, m.gen, m.state, m.applied, m.flushed = db, gen, s, applied, applied
 	if err := old.Close(); err != nil {
 		m.log.Warn("closing replaced store", "err", err)
