@@ -19,6 +19,7 @@ import (
 	sm "github.com/lni/dragonboat/v4/statemachine"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/corral/corral/replica"
 	"github.com/corral/corral/router"
 	"github.com/corral/corral/shard"
 	"github.com/corral/corral/wire"
@@ -82,7 +83,7 @@ func (s *Node) makeProposers(sh *router.Shard) {
 
 // startDataShard starts this server's replica of a data shard.
 func (s *Node) startDataShard(id uint64, tag uint8, ownsRoot bool, initial map[uint64]dragonboat.Target, join bool) error {
-	scfg := shard.Config{ShardID: id, Tag: tag, OwnsRoot: ownsRoot,
+	scfg := replica.Config{ShardID: id, Tag: tag, OwnsRoot: ownsRoot,
 		Dir: filepath.Join(s.cfg.DataDir, "corral", "shards", fmt.Sprintf("%d", id)), ExtendedTypes: s.cfg.ExtendedTypes,
 		Listener: shardListener{s}, Logger: s.log} // the replica adds the shard attribute
 	s.shardTestingKnobs(&scfg)
@@ -93,7 +94,7 @@ func (s *Node) startDataShard(id uint64, tag uint8, ownsRoot bool, initial map[u
 	if ownsRoot {
 		scfg.Root = "/"
 	}
-	create := func(uint64, uint64) sm.IOnDiskStateMachine { return shard.NewMachine(scfg) }
+	create := func(uint64, uint64) sm.IOnDiskStateMachine { return replica.NewMachine(scfg) }
 	return s.nh.StartOnDiskReplica(initial, join, create, s.added.raftCfg(id))
 }
 

@@ -5,7 +5,7 @@ import (
 	"github.com/corral/corral/shard"
 )
 
-// shardListener is every data shard replica's shard.Listener: the router (views and watch
+// shardListener is every data shard replica's replica.Listener: the router (views and watch
 // events), then the audit log's ephemeralZNodeDeletionOnSessionCloseOrExpire lines.
 //
 // ZooKeeper writes those lines in DataTree.deleteNodes, so every server writes one per
@@ -18,7 +18,7 @@ import (
 // the log is not open yet.
 type shardListener struct{ s *Node }
 
-// Applied implements shard.Listener.
+// Applied implements replica.Listener.
 func (l shardListener) Applied(shardID uint64, v *shard.View, events []shard.Event) {
 	l.s.router.Applied(shardID, v, events)
 	log := l.s.auditApply.Load()

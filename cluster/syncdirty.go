@@ -7,10 +7,10 @@ import (
 
 	"github.com/lni/dragonboat/v4"
 
-	"github.com/corral/corral/shard"
+	"github.com/corral/corral/replica"
 )
 
-// Early state syncs of data replicas (shard.Config.SyncDirty, docs/storage.md "The cost of a
+// Early state syncs of data replicas (replica.Config.SyncDirty, docs/storage.md "The cost of a
 // Sync").
 //
 // A data replica keeps its changes in memory and writes them to its store when dragonboat
@@ -31,7 +31,7 @@ type syncRequests struct {
 }
 
 // syncDirty fills in a data replica's early-sync settings.
-func (s *Node) syncDirty(scfg *shard.Config) {
+func (s *Node) syncDirty(scfg *replica.Config) {
 	if s.cfg.SyncDirtyZnodes == 0 {
 		return
 	}

@@ -7,7 +7,7 @@ import (
 	"os"
 
 	"github.com/corral/corral/internal/testknobs"
-	"github.com/corral/corral/shard"
+	"github.com/corral/corral/replica"
 )
 
 // loadTestingKnobs reads the test knobs from the environment (a corraltesting build only; see
@@ -36,4 +36,4 @@ func (s *Node) applyTestingKnobs() error {
 }
 
 // shardTestingKnobs gives a data shard's replica its apply delay.
-func (s *Node) shardTestingKnobs(c *shard.Config) { c.SetApplyDelayPerOp(s.cfg.testing.ApplyDelay) }
+func (s *Node) shardTestingKnobs(c *replica.Config) { c.SetApplyDelayPerOp(s.cfg.testing.ApplyDelay) }

@@ -6,7 +6,7 @@ import (
 	"errors"
 	"log/slog"
 
-	"github.com/corral/corral/shard"
+	"github.com/corral/corral/replica"
 )
 
 // loadTestingKnobs does nothing in a production build: only a corraltesting build reads test
@@ -23,4 +23,4 @@ func (s *Node) applyTestingKnobs() error {
 	return nil
 }
 
-func (s *Node) shardTestingKnobs(*shard.Config) {}
+func (s *Node) shardTestingKnobs(*replica.Config) {}

@@ -249,7 +249,7 @@ func (r *Router) Shards() []*Shard { return r.set.Load().ordered }
 // later writes (see docs/design.md, section 1).
 func (r *Router) LastZxid() int64 { return r.maxZxid.Load() }
 
-// Applied implements shard.Listener.
+// Applied implements replica.Listener.
 func (r *Router) Applied(shardID uint64, v *shard.View, events []shard.Event) {
 	if s := r.Shard(shardID); s != nil {
 		s.testHooks.beforePublish(len(events))

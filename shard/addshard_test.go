@@ -148,42 +148,28 @@ func TestAddShardCodec(t *testing.T) {
 	}
 }
 
-// TestAddShardPersisted: the list survives a reopen (pebble) and a snapshot recovery, and the
-// published views carry it.
+// TestAddShardPersisted: the list survives a reload from the state's records (what a
+// replica's store and snapshots keep, records.go), and the views carry it.
 func TestAddShardPersisted(t *testing.T) {
-	dir := t.TempDir()
-	rec := &recorder{}
-	m, _ := openMachine(t, testConfig(dir, rec))
-	res := update(t, m, entries(1, control(2, 1, 1_000, opAddShard(0, rec6)), batch(9, 1, 1_001, opCreate("/x", nil, 0))))
-	if got := addReply(t, res[0].Results[0]); got.Outcome != AddShardAdded {
+	cfg := StateConfig{Tag: 5, OwnsRoot: true, Root: "/"}
+	st := newStored(cfg)
+	res, _ := st.s.Apply(control(2, 1, 1_000, opAddShard(0, rec6)))
+	st.s.Apply(batch(9, 1, 1_001, opCreate("/x", nil, 0)))
+	if got := addReply(t, res.Results[0]); got.Outcome != AddShardAdded {
 		t.Fatalf("reply %+v", got)
 	}
-	if got := rec.last().v.AddedShards(); len(got) != 1 || got[0].ID != 6 {
-		t.Fatalf("published view: %+v", got)
+	if got := st.s.View(3).AddedShards(); len(got) != 1 || got[0].ID != 6 {
+		t.Fatalf("view: %+v", got)
 	}
-	snap := saveSnapshot(t, m)
-	want := canonical(m)
-	m.Sync()
-	m.Close()
-
-	m2, idx := openMachine(t, testConfig(dir, nil))
-	defer m2.Close()
-	if idx != 2 || !bytes.Equal(canonical(m2), want) || len(m2.View().AddedShards()) != 1 {
-		t.Fatalf("reopen: index %d, added %+v", idx, m2.View().AddedShards())
+	want := st.s.AppendCanonical(nil)
+	r := st.reload(t, 2)
+	if !bytes.Equal(r.AppendCanonical(nil), want) || !reflect.DeepEqual(r.View(3).AddedShards(), st.s.View(3).AddedShards()) {
+		t.Fatalf("reload: added %+v", r.View(3).AddedShards())
 	}
-	// The next add on the reopened replica sees the persisted list.
-	res = update(t, m2, entries(3, control(2, 2, 2_000, opAddShard(1, rec7))))
-	if got := addReply(t, res[0].Results[0]); got != (AddShardReply{AddShardAdded, 2}) {
-		t.Fatalf("after reopen: %+v", got)
-	}
-
-	r, _ := openMachine(t, testConfig(t.TempDir(), nil))
-	defer r.Close()
-	if err := r.RecoverFromSnapshot(bytes.NewReader(snap), make(chan struct{})); err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(canonical(r), want) || !reflect.DeepEqual(r.View().AddedShards(), m.View().AddedShards()) {
-		t.Fatal("snapshot recovery lost the added shards")
+	// The next add on the reloaded state sees the persisted list.
+	res, _ = r.Apply(control(2, 2, 2_000, opAddShard(1, rec7)))
+	if got := addReply(t, res.Results[0]); got != (AddShardReply{AddShardAdded, 2}) {
+		t.Fatalf("after reload: %+v", got)
 	}
 }
 

@@ -1,23 +1,22 @@
-// Package shard is the replicated znode state machine of one subtree of the namespace: one Raft
-// group (a dragonboat on-disk state machine) per shard, with ZooKeeper 3.8's write semantics
-// reproduced exactly — stat fields, the cversion formula, sequential suffixes, ephemerals,
-// containers and TTL nodes, the order in which checks decide which error wins, multi with one
-// zxid and per-op results — plus exactly-once batching, zxid assignment, an ephemeral index,
-// lock-free views for reads, pebble persistence and snapshots, and the participant side of
-// cross-shard transactions (two-phase commit: prepare, commit, abort, resolve, the blocked
-// state, and the stubs that stand for top-level znodes living on other shards).
+// Package shard is the replicated znode state machine of one subtree of the namespace, as a pure
+// core: State.Apply with ZooKeeper 3.8's write semantics reproduced exactly — stat fields, the
+// cversion formula, sequential suffixes, ephemerals, containers and TTL nodes, the order in which
+// checks decide which error wins, multi with one zxid and per-op results — plus exactly-once
+// batching, zxid assignment, an ephemeral index, lock-free views for reads, the participant side
+// of cross-shard transactions (two-phase commit: prepare, commit, abort, resolve, the blocked
+// state, and the stubs that stand for top-level znodes living on other shards) and of subtree
+// moves, and the state as records to persist. It runs no goroutines, reads no clock and does no
+// I/O: package replica runs it as a Raft group's state machine (dragonboat), keeps its records
+// in pebble and streams them in snapshots.
 //
 // # Who calls what
 //
 //   - The router encodes a Batch (Batch.AppendTo) of client writes and internal ops and proposes
 //     it to the shard's Raft group; it decodes the entry's result with DecodeBatchResult.
-//   - dragonboat drives Machine (NewMachine / CreateFunc): Open, Update, Lookup, Sync,
-//     PrepareSnapshot, SaveSnapshot, RecoverFromSnapshot, Close.
-//   - Machine.Update applies each entry with State.Apply, persists the changes, and calls
-//     Listener.Applied once with the new *View and the entries' events. The listener (the router,
-//     behind package cluster's audit of session-close deletions: Event.Session) publishes the
-//     view to readers and hands the events to the watch hub. The shard publishes
-//     nowhere else; Machine.View and Lookup return the same view.
+//   - A replica (replica.Machine, which dragonboat drives) applies each entry with State.Apply,
+//     persists the changes (State.WriteChanges), and hands the new *View and the entries' events
+//     to its listener (the router), which publishes the view to readers and the events to the
+//     watch hub.
 //   - The server answers reads from a View (View.Read, GetEphemerals) without locks.
 //   - The session manager proposes OpCloseSession; the leader's expiry scan
 //     (View.ExpiryCandidates) proposes OpDeleteContainer.
@@ -36,8 +35,8 @@
 // state, the results or the events. Every replica that applies the same entries from the same
 // state reaches byte-identical state (State.AppendCanonical) and returns identical results.
 // Anything that shapes apply is in StateConfig and must be the same on all replicas.
-// A malformed entry cannot come from Corral's proposers: Update returns ErrMalformedBatch and
-// dragonboat stops the replica (fatal) rather than let replicas diverge.
+// A malformed entry cannot come from Corral's proposers: DecodeBatch fails with ErrMalformedBatch
+// and the replica stops (fatal) rather than let replicas diverge.
 //
 // # Zxids
 //
@@ -202,35 +201,9 @@
 // TTL nodes). Identical ACL lists are interned. Ops stage their changes in an overlay (txn) so a
 // multi sees its earlier ops and a failure discards everything.
 //
-// # Records and the pebble layout
+// # Records
 //
-// The state persists as records, keys and values (records.go): State.WriteInitial and
-// State.WriteChanges write them to a RecordWriter, LoadState reads them back from a
-// RecordReader, and the state knows nothing of where they live. The replica side (machine.go,
-// store.go, snapshot.go) keeps them in one pebble DB per replica in Config.Dir/db-<generation>,
-// named by the `current` file, and streams them in snapshots:
-//
-//	"mc"                    config (tag, root flag, root), written at creation and checked on open
-//	"ma"                    last applied Raft index (uint64 BE)
-//	"mz"                    last zxid (int64 BE)
-//	"n" + treeKey           node: stub flag, stat fields, raw ephemeralOwner, stored cversion,
-//	                        child count, data (null kept distinct from empty), ACL
-//	"p" + proposer          proposer's last Seq and batch time
-//	"r" + proposer + seq    cached results of one batch
-//	"t" + session           closed-session tombstone (close time)
-//	"o" + session           session ownership epoch (OpSessionOwner)
-//	"mx"                    the prepared transaction, absent when there is none
-//	"d" + txn id            decision of a transaction (committed and zxid, record time)
-//	"mg"                    the routes of subtrees moved in or out
-//	"ms"                    root shard: the data shards added online (AddedShard records)
-//
-// Update writes nothing to pebble: it changes the in-memory tree and marks the nodes it changed.
-// Sync (which dragonboat calls before it compacts the Raft log), PrepareSnapshot and Close write
-// the current version of every marked node with "ma" and "mz" in one batch and flush it. The
-// Raft log is the durability point and the store has no WAL of its own: dragonboat compacts the
-// log only below the index of the last successful Sync, so the log always covers what is not
-// written. dragonboat asks for a Sync every corral.snapshotEntries entries; a replica that
-// marked Config.SyncDirty nodes calls Config.RequestSync to ask for one sooner, because the
-// shard applies nothing while a Sync writes. Snapshots
-// stream a pebble snapshot; recovery builds a fresh DB directory and swaps `current` atomically.
+// The state persists as records, keys and values (records.go, which documents the layout):
+// State.WriteInitial and State.WriteChanges write them to a RecordWriter, LoadState reads them
+// back from a RecordReader; where they live is the replica's business (package replica: pebble).
 package shard

@@ -3,16 +3,10 @@ package shard
 import (
 	"encoding/binary"
 	"fmt"
-	"os"
-	"path/filepath"
-	"strconv"
-	"strings"
-
-	"github.com/cockroachdb/pebble"
 )
 
-// Read-only access to a replica's pebble store for offline inspection (tools/inspect, `corral
-// inspect`): it decodes the layout documented in store.go without loading the state into
+// Read-only access to a replica's stored records for offline inspection (tools/inspect, `corral
+// inspect`): it decodes the layout documented in records.go without loading the state into
 // memory and never writes. Nothing here is used by a running server.
 
 // StoreInfo is what a replica's store records about itself.
@@ -27,31 +21,18 @@ type StoreInfo struct {
 	Prepared bool         // a cross-shard transaction is prepared
 }
 
-// StoreDBDir returns the pebble directory that the replica directory dir's `current` file
-// names (what Machine.Open would open), without creating anything.
-func StoreDBDir(dir string) (string, error) {
-	b, err := os.ReadFile(filepath.Join(dir, currentFile))
-	if err != nil {
-		return "", err
-	}
-	g, err := strconv.Atoi(strings.TrimPrefix(strings.TrimSpace(string(b)), "db-"))
-	if err != nil {
-		return "", fmt.Errorf("%w: bad %s file %q", ErrCorruptStore, currentFile, b)
-	}
-	return filepath.Join(dir, dbDirName(g)), nil
-}
+// StoreReader reads a replica's stored records (package replica opens them read-only from its
+// pebble store).
+type StoreReader struct{ db RecordReader }
 
-// StoreReader reads a replica's store from a pebble DB the caller opened (read-only) and closes.
-type StoreReader struct{ db *pebble.DB }
-
-// NewStoreReader returns a reader of db.
-func NewStoreReader(db *pebble.DB) *StoreReader { return &StoreReader{db: db} }
+// NewStoreReader returns a reader of the records r reads.
+func NewStoreReader(r RecordReader) *StoreReader { return &StoreReader{db: r} }
 
 // Info returns the store's config, applied index, last zxid, routes and added shards.
 // ErrCorruptStore means the DB is not a shard store (or is damaged).
 func (s *StoreReader) Info() (StoreInfo, error) {
 	var info StoreInfo
-	conf, ok, err := getValue(s.db, keyConfig)
+	conf, ok, err := s.db.Get(keyConfig)
 	if err != nil {
 		return info, err
 	}
@@ -63,17 +44,17 @@ func (s *StoreReader) Info() (StoreInfo, error) {
 	if err := r.finish(); err != nil {
 		return info, fmt.Errorf("%w: config: %v", ErrCorruptStore, err)
 	}
-	av, ok, err := getValue(s.db, keyApplied)
+	av, ok, err := s.db.Get(keyApplied)
 	if err != nil || !ok || len(av) != 8 {
 		return info, fmt.Errorf("%w: applied index missing (%v)", ErrCorruptStore, err)
 	}
 	info.Applied = binary.BigEndian.Uint64(av)
-	zv, ok, err := getValue(s.db, keyZxid)
+	zv, ok, err := s.db.Get(keyZxid)
 	if err != nil || !ok || len(zv) != 8 {
 		return info, fmt.Errorf("%w: zxid missing (%v)", ErrCorruptStore, err)
 	}
 	info.LastZxid = int64(binary.BigEndian.Uint64(zv))
-	if v, ok, err := getValue(s.db, keyRoutes); err != nil {
+	if v, ok, err := s.db.Get(keyRoutes); err != nil {
 		return info, err
 	} else if ok {
 		rs, err := decodeRoutes(v)
@@ -82,14 +63,14 @@ func (s *StoreReader) Info() (StoreInfo, error) {
 		}
 		info.Routes = (&View{routes: rs}).Routes()
 	}
-	if v, ok, err := getValue(s.db, keyAdded); err != nil {
+	if v, ok, err := s.db.Get(keyAdded); err != nil {
 		return info, err
 	} else if ok {
 		if info.Added, err = decodeAddedList(v); err != nil {
 			return info, err
 		}
 	}
-	_, info.Prepared, err = getValue(s.db, keyTxn)
+	_, info.Prepared, err = s.db.Get(keyTxn)
 	return info, err
 }
 
@@ -110,7 +91,7 @@ func (s *StoreReader) Walk(path string, fn func(path string, n NodeInfo) error) 
 		return fn(pathOf(n.key), NodeInfo{n})
 	}
 	self := nodeKeyBytes(nil, key)
-	if v, ok, err := getValue(s.db, self); err != nil {
+	if v, ok, err := s.db.Get(self); err != nil {
 		return err
 	} else if ok {
 		if err := visit(self, v); err != nil {
@@ -120,39 +101,38 @@ func (s *StoreReader) Walk(path string, fn func(path string, n NodeInfo) error) 
 		return nil
 	}
 	lo, hi := subtreeRange(key)
-	it := s.db.NewIter(&pebble.IterOptions{LowerBound: nodeKeyBytes(nil, lo), UpperBound: nodeKeyBytes(nil, hi)})
-	defer it.Close()
-	for ok := it.First(); ok; ok = it.Next() {
-		if err := visit(it.Key(), it.Value()); err != nil {
-			return err
-		}
-	}
-	return it.Error()
+	return s.db.Scan(nodeKeyBytes(nil, lo), nodeKeyBytes(nil, hi), visit)
 }
 
 // Sessions returns the sessions the store knows of: the ownership epoch recorded for each
 // (OpSessionOwner) and the closed sessions' tombstones (close time, Unix ms).
 func (s *StoreReader) Sessions() (owners map[int64]uint64, tombstones map[int64]int64, err error) {
 	owners, tombstones = map[int64]uint64{}, map[int64]int64{}
-	it := s.db.NewIter(nil)
-	defer it.Close()
-	for ok := it.SeekGE([]byte{prefixOwner}); ok && it.Key()[0] == prefixOwner; ok = it.Next() {
-		r := reader{buf: it.Value()}
+	err = scanPrefix(s.db, prefixOwner, func(k, v []byte) error {
+		r := reader{buf: v}
 		e := r.uvarint()
-		if len(it.Key()) != 9 || r.finish() != nil {
-			return nil, nil, fmt.Errorf("%w: session owner %x", ErrCorruptStore, it.Key())
+		if len(k) != 9 || r.finish() != nil {
+			return fmt.Errorf("%w: session owner %x", ErrCorruptStore, k)
 		}
-		owners[int64(binary.BigEndian.Uint64(it.Key()[1:]))] = e
+		owners[int64(binary.BigEndian.Uint64(k[1:]))] = e
+		return nil
+	})
+	if err != nil {
+		return nil, nil, err
 	}
-	for ok := it.SeekGE([]byte{prefixTombstone}); ok && it.Key()[0] == prefixTombstone; ok = it.Next() {
-		r := reader{buf: it.Value()}
+	err = scanPrefix(s.db, prefixTombstone, func(k, v []byte) error {
+		r := reader{buf: v}
 		t := r.varint()
-		if len(it.Key()) != 9 || r.finish() != nil {
-			return nil, nil, fmt.Errorf("%w: tombstone %x", ErrCorruptStore, it.Key())
+		if len(k) != 9 || r.finish() != nil {
+			return fmt.Errorf("%w: tombstone %x", ErrCorruptStore, k)
 		}
-		tombstones[int64(binary.BigEndian.Uint64(it.Key()[1:]))] = t
+		tombstones[int64(binary.BigEndian.Uint64(k[1:]))] = t
+		return nil
+	})
+	if err != nil {
+		return nil, nil, err
 	}
-	return owners, tombstones, it.Error()
+	return owners, tombstones, nil
 }
 
 // IsEphemeral reports whether the node is an ephemeral (its owner a session), not a

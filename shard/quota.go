@@ -2,11 +2,9 @@ package shard
 
 import (
 	"fmt"
-	"log/slog"
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/corral/corral/wire"
 )
@@ -367,8 +365,8 @@ func (t *txn) quotaCheck(path string, dCount, dBytes int64) wire.Err {
 	return wire.ErrOK
 }
 
-// quotaLog records a quota message of this apply; the Machine logs it (rate limited) after the
-// batch. Every replica records the same messages.
+// quotaLog records a quota message of this apply; the replica (replica.Machine) logs it, rate
+// limited, after the batch. Every replica records the same messages.
 func (s *State) quotaLog(msg string) {
 	if len(s.quotaMsgs) < 64 {
 		s.quotaMsgs = append(s.quotaMsgs, msg)
@@ -416,32 +414,4 @@ func (s *State) quotaConflict(op *Op, p *preparedTxn) bool {
 		})
 	})
 	return hit
-}
-
-// quotaLogLimit logs quota messages at most quotaLogBurst a second and counts the rest, so a
-// client hammering a full quota cannot flood the log.
-type quotaLogLimit struct {
-	second  int64
-	n       int
-	dropped int
-}
-
-const quotaLogBurst = 10
-
-func (l *quotaLogLimit) log(log *slog.Logger, msgs []string) {
-	now := time.Now().Unix()
-	if now != l.second {
-		if l.dropped > 0 {
-			log.Warn("quota messages not logged (more than 10 a second)", "count", l.dropped)
-		}
-		l.second, l.n, l.dropped = now, 0, 0
-	}
-	for _, m := range msgs {
-		if l.n >= quotaLogBurst {
-			l.dropped++
-			continue
-		}
-		l.n++
-		log.Warn(m)
-	}
 }

@@ -6,8 +6,8 @@ import (
 	"fmt"
 )
 
-// The records of a state: how a replica stores it (store.go keeps them in pebble, one DB per
-// replica under Config.Dir/db-<generation>; snapshots stream them, snapshot.go). A record is a key
+// The records of a state: how a replica stores it (package replica keeps them in pebble, one DB
+// per replica, and streams them in snapshots). A record is a key
 // and a value; the state writes its records to a RecordWriter and loads from a RecordReader, and
 // knows nothing of where they are kept:
 //
@@ -90,12 +90,17 @@ type RecordWriter interface {
 	Delete(key []byte)
 }
 
-// RecordReader reads a state's stored records: one by key (the value is the caller's), and all
-// whose key starts with a prefix byte, in key order (key and value valid only during f's call;
-// an error of f ends the scan and is returned).
+// RecordReader reads a state's stored records: one by key (the value is the caller's), and
+// those with keys in [lo, hi) in key order (key and value valid only during f's call; an error
+// of f ends the scan and is returned).
 type RecordReader interface {
 	Get(key []byte) (value []byte, found bool, err error)
-	Scan(prefix byte, f func(key, value []byte) error) error
+	Scan(lo, hi []byte, f func(key, value []byte) error) error
+}
+
+// scanPrefix scans the records whose keys start with the byte p.
+func scanPrefix(r RecordReader, p byte, f func(key, value []byte) error) error {
+	return r.Scan([]byte{p}, []byte{p + 1}, f)
 }
 
 func encodeConfig(cfg StateConfig) []byte {
@@ -238,7 +243,7 @@ func LoadState(db RecordReader, cfg StateConfig) (s *State, applied uint64, foun
 		}
 	}
 
-	err = db.Scan(prefixDecision, func(k, v []byte) error {
+	err = scanPrefix(db, prefixDecision, func(k, v []byte) error {
 		if len(k) != 9 {
 			return fmt.Errorf("%w: decision key %x", ErrCorruptStore, k)
 		}
@@ -252,7 +257,7 @@ func LoadState(db RecordReader, cfg StateConfig) (s *State, applied uint64, foun
 	if err != nil {
 		return nil, 0, false, err
 	}
-	err = db.Scan(prefixNode, func(k, v []byte) error {
+	err = scanPrefix(db, prefixNode, func(k, v []byte) error {
 		n, err := decodeNode(string(k[1:]), v)
 		if err != nil {
 			return err
@@ -263,7 +268,7 @@ func LoadState(db RecordReader, cfg StateConfig) (s *State, applied uint64, foun
 	if err != nil {
 		return nil, 0, false, err
 	}
-	err = db.Scan(prefixProposer, func(k, v []byte) error {
+	err = scanPrefix(db, prefixProposer, func(k, v []byte) error {
 		if len(k) != 9 {
 			return fmt.Errorf("%w: proposer key %x", ErrCorruptStore, k)
 		}
@@ -277,7 +282,7 @@ func LoadState(db RecordReader, cfg StateConfig) (s *State, applied uint64, foun
 	if err != nil {
 		return nil, 0, false, err
 	}
-	err = db.Scan(prefixResult, func(k, v []byte) error {
+	err = scanPrefix(db, prefixResult, func(k, v []byte) error {
 		if len(k) != 17 {
 			return fmt.Errorf("%w: result key %x", ErrCorruptStore, k)
 		}
@@ -295,7 +300,7 @@ func LoadState(db RecordReader, cfg StateConfig) (s *State, applied uint64, foun
 	if err != nil {
 		return nil, 0, false, err
 	}
-	err = db.Scan(prefixTombstone, func(k, v []byte) error {
+	err = scanPrefix(db, prefixTombstone, func(k, v []byte) error {
 		r := reader{buf: v}
 		t := r.varint()
 		if len(k) != 9 || r.finish() != nil {
@@ -307,7 +312,7 @@ func LoadState(db RecordReader, cfg StateConfig) (s *State, applied uint64, foun
 	if err != nil {
 		return nil, 0, false, err
 	}
-	err = db.Scan(prefixOwner, func(k, v []byte) error {
+	err = scanPrefix(db, prefixOwner, func(k, v []byte) error {
 		r := reader{buf: v}
 		e := r.uvarint()
 		if len(k) != 9 || r.finish() != nil || e == 0 {

@@ -19,10 +19,10 @@ func (m memRecords) Get(key []byte) ([]byte, bool, error) {
 	return bytes.Clone(v), ok, nil
 }
 
-func (m memRecords) Scan(prefix byte, f func(key, value []byte) error) error {
+func (m memRecords) Scan(lo, hi []byte, f func(key, value []byte) error) error {
 	var keys []string
 	for k := range m {
-		if k != "" && k[0] == prefix {
+		if k >= string(lo) && k < string(hi) {
 			keys = append(keys, k)
 		}
 	}
@@ -89,4 +89,31 @@ func TestRecordsRoundTrip(t *testing.T) {
 			t.Fatalf("seed %d: %d node records for %d znodes", seed, nodes, s.Len())
 		}
 	}
+}
+
+// stored is a state with its records kept in memory, as a replica keeps them in its store.
+type stored struct {
+	s   *State
+	cfg StateConfig
+	mem memRecords
+}
+
+func newStored(cfg StateConfig) *stored {
+	st := &stored{s: NewState(cfg), cfg: cfg, mem: memRecords{}}
+	st.s.WriteInitial(st.mem)
+	st.s.AttachReplica(nil, 3)
+	return st
+}
+
+// reload writes the state's changes (as of Raft index applied) and returns the state loaded
+// back from its records: what a replica reopens, or recovers from a snapshot, after that index.
+func (st *stored) reload(t *testing.T, applied uint64) *State {
+	t.Helper()
+	st.s.WriteChanges(st.mem, applied)
+	s, got, found, err := LoadState(st.mem, st.cfg)
+	if err != nil || !found || got != applied {
+		t.Fatalf("reload: applied %d (want %d), found %v, err %v", got, applied, found, err)
+	}
+	s.AttachReplica(nil, 3)
+	return s
 }

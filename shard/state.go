@@ -40,7 +40,7 @@ type State struct {
 	added      []AddedShard // root shard: data shards added online (addshard.go); copy on write
 
 	// batchQuota is the quota mode of the batch being applied (Batch.Quota); quotaMsgs the
-	// quota messages of the applies since the Machine last took them (quota.go).
+	// quota messages of the applies since the replica last took them (quota.go).
 	batchQuota QuotaMode
 	quotaMsgs  []string
 
@@ -48,9 +48,10 @@ type State struct {
 	tx  txn
 	enc wire.Encoder
 
-	// track is set by the Machine: Apply then records what changed for the store.
+	// track is set for a replica's state (AttachReplica): Apply then records what changed for
+	// WriteChanges.
 	track bool
-	// taps, set by the Machine, hands views between ops to the server that proposed a batch
+	// taps, set by AttachReplica, hands views between ops to the server that proposed a batch
 	// (taps.go); tapShard is the shard id those views carry.
 	taps     *Taps
 	tapShard uint64

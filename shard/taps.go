@@ -9,8 +9,8 @@ import "sync"
 //
 // The proposer registers every batch it cuts (Register) before it proposes it, and drops it
 // once the batch settled (Settled). Any goroutine may ask for a view after op i of a registered
-// batch (Tap). The replica's apply goroutine reports each batch it applies (Machine.Update) and
-// each view it publishes. A tap is answered exactly once, with:
+// batch (Tap). The replica's apply goroutine (replica.Machine.Update) reports each batch it
+// applies (BeginUpdate, then Apply) and each view it publishes (PublishedView). A tap is answered exactly once, with:
 //   - the view right after op i, taken on the apply goroutine, when the tap came before the
 //     batch was applied;
 //   - the view published at the end of the Update that applied the batch, when the tap came
@@ -97,8 +97,8 @@ func (t *Taps) Settled(proposer, seq uint64) {
 	}
 }
 
-// beginUpdate is called by the apply goroutine before an Update applies its entries.
-func (t *Taps) beginUpdate() {
+// BeginUpdate is called by the apply goroutine before an Update applies its entries.
+func (t *Taps) BeginUpdate() {
 	t.mu.Lock()
 	t.update++
 	t.mu.Unlock()
@@ -137,9 +137,9 @@ func (t *Taps) applying(proposer, seq uint64, view func() *View) func(i int, ok 
 	}
 }
 
-// publishedView is called by the apply goroutine with the view it publishes at the end of an
+// PublishedView is called by the apply goroutine with the view it publishes at the end of an
 // Update (and after Open and snapshot recovery).
-func (t *Taps) publishedView(v *View) {
+func (t *Taps) PublishedView(v *View) {
 	t.mu.Lock()
 	t.published = t.update
 	t.last = v

@@ -6,7 +6,7 @@ import (
 	"github.com/corral/corral/wire"
 )
 
-// TestTapsAnswerInOrder drives Taps as Machine.Update does (beginUpdate, Apply, publishedView)
+// TestTapsAnswerInOrder drives Taps as Machine.Update does (BeginUpdate, Apply, PublishedView)
 // and checks each way a tap is answered: between ops when asked before the apply, at the
 // Update's publish when asked during it, with the last published view when asked after, nil
 // when its batch settles unapplied, and false for a batch that is not registered.
@@ -35,7 +35,7 @@ func TestTapsAnswerInOrder(t *testing.T) {
 	if !tap("op0", 9, 1, 0) || !tap("op1", 9, 1, 1) || !tap("op1b", 9, 1, 1) {
 		t.Fatal("Tap on a registered batch returned false")
 	}
-	taps.beginUpdate()
+	taps.BeginUpdate()
 	s.Apply(batch(9, 1, 1000, opCreate("/a", []byte("1"), 0), opSet("/a", []byte("2"), -1), opSet("/a", []byte("3"), -1)))
 	if d := data(got["op0"], "/a"); d != "1" {
 		t.Fatalf("tap after op 0 saw /a=%s, want 1", d)
@@ -57,7 +57,7 @@ func TestTapsAnswerInOrder(t *testing.T) {
 	taps.Register(9, 2)
 	s.Apply(batch(9, 2, 1001, opSet("/a", []byte("4"), -1)))
 	end := s.View(7)
-	taps.publishedView(end)
+	taps.PublishedView(end)
 	if got["during"] != end {
 		t.Fatal("a tap asked during the Update did not get the Update's published view")
 	}
@@ -87,11 +87,11 @@ func TestTapsAnswerInOrder(t *testing.T) {
 	if !tap("ooo", 9, 5, 0) {
 		t.Fatal("Tap on a registered batch returned false")
 	}
-	taps.beginUpdate()
+	taps.BeginUpdate()
 	if res, _ := s.Apply(batch(9, 5, 1002, opSet("/a", []byte("5"), -1))); res.Status != BatchOutOfOrder {
 		t.Fatalf("batch 5 after 2: status %v, want out of order", res.Status)
 	}
-	taps.publishedView(s.View(7))
+	taps.PublishedView(s.View(7))
 	if _, ok := got["ooo"]; ok {
 		t.Fatal("a batch refused as out of order answered its tap")
 	}

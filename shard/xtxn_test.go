@@ -209,63 +209,53 @@ func TestTxnCreate2Stat(t *testing.T) {
 	}
 }
 
-// TestTxnMachinePersistence: the prepared transaction and the decisions survive a close and
-// reopen and a snapshot; the reopened replica stays blocked and commits like the original.
-func TestTxnMachinePersistence(t *testing.T) {
-	dir := t.TempDir()
-	m, _ := openMachine(t, testConfig(dir, nil))
-	update(t, m, entries(1,
+// TestTxnPersistence: the prepared transaction and the decisions survive a reload from the
+// state's records (what a replica's store and snapshots keep, records.go); the reloaded state
+// stays blocked and commits exactly like the state that never reloaded.
+func TestTxnPersistence(t *testing.T) {
+	cfg := StateConfig{Tag: 5, OwnsRoot: true, Root: "/", ExtendedTypes: true}
+	st := newStored(cfg)
+	for _, b := range []*Batch{
 		batch(9, 1, 1000, opCreate("/a", nil, 0)),
 		ctl(1, 1000, abortOp(41)),
 		ctl(2, 1000, prepareOp(topCreate(42, RoleParent, "/x")), prepareOp(topCreate(42, RoleParent, "/x"))),
-	))
-	want := canonical(m)
-	lastBefore := m.state.lastZxid
-	if info, ok := m.View().Prepared(); !ok || info.ID != 42 {
+	} {
+		st.s.Apply(b)
+	}
+	want := st.s.AppendCanonical(nil)
+	lastBefore := st.s.lastZxid
+	if info, ok := st.s.View(3).Prepared(); !ok || info.ID != 42 {
 		t.Fatal("view after prepare")
 	}
-	snap := saveSnapshot(t, m)
-	if err := m.Close(); err != nil {
-		t.Fatal(err)
+	loaded := st.reload(t, 3)
+	if !bytes.Equal(loaded.AppendCanonical(nil), want) {
+		t.Fatal("reloaded: state differs")
 	}
-	m2, idx := openMachine(t, testConfig(dir, nil))
-	defer m2.Close()
-	r, _ := openMachine(t, testConfig(t.TempDir(), nil))
-	defer r.Close()
-	if err := r.RecoverFromSnapshot(bytes.NewReader(snap), nil); err != nil {
-		t.Fatal(err)
+	if info, ok := loaded.View(3).Prepared(); !ok || !reflect.DeepEqual(info, PreparedInfo{ID: 42, Anchor: 1, PrepareTime: 1000, Deadline: 9_999}) {
+		t.Fatalf("reloaded: prepared %+v %v", info, ok)
 	}
-	for name, x := range map[string]*Machine{"reopened": m2, "recovered": r} {
-		if !bytes.Equal(canonical(x), want) {
-			t.Fatalf("%s: state differs", name)
-		}
-		if info, ok := x.View().Prepared(); !ok || !reflect.DeepEqual(info, PreparedInfo{ID: 42, Anchor: 1, PrepareTime: 1000, Deadline: 9_999}) {
-			t.Fatalf("%s: prepared %+v %v", name, info, ok)
-		}
-	}
-	if idx != 3 {
-		t.Fatalf("reopened at %d", idx)
-	}
-	floor := m.state.prepared.floor
+	floor := st.s.prepared.floor
 	if floor != (1000+reserveMs)<<timeShift {
 		t.Fatalf("floor %d", floor)
 	}
 	wantLocks := map[string]struct{}{"": {}, "\x01x": {}}
-	for name, x := range map[string]*Machine{"reopened": m2, "recovered": r} {
-		if p := x.state.prepared; p.floor != floor || !reflect.DeepEqual(p.locks, wantLocks) {
-			t.Fatalf("%s: floor %d locks %q", name, p.floor, p.locks)
-		}
+	if p := loaded.prepared; p.floor != floor || !reflect.DeepEqual(p.locks, wantLocks) {
+		t.Fatalf("reloaded: floor %d locks %q", p.floor, p.locks)
 	}
 	z := floor<<8 | 1
-	next := entries(4,
+	next := []*Batch{
 		batch(9, 2, 1001, opSet("/a", []byte("v"), -1)),   // not locked: applies below the floor
 		batch(9, 3, 1001, opCreate("/b", nil, 0)),         // "/" is locked: blocked
 		batch(9, 3, 1000+reserveMs, opSet("/a", nil, -1)), // reaches the floor: blocked
 		ctl(3, 1001, prepareOp(topCreate(41, RoleParent, "/late")), commitOp(42, z, 1001)),
 		batch(9, 3, 1002, opCreate("/b", nil, 0)),
-	)
-	for name, x := range map[string]*Machine{"reopened": m2, "recovered": r} {
-		res := update(t, x, next)
+	}
+	for name, x := range map[string]*State{"reloaded": loaded, "never reloaded": st.s} {
+		var res []BatchResult
+		for _, b := range next {
+			r, _ := x.Apply(b)
+			res = append(res, r)
+		}
 		if res[0].Status != BatchApplied || res[1].Status != BatchBlocked || res[2].Status != BatchBlocked ||
 			res[3].Status != BatchApplied || res[4].Status != BatchApplied {
 			t.Fatalf("%s: statuses %+v", name, res)
@@ -281,25 +271,24 @@ func TestTxnMachinePersistence(t *testing.T) {
 		if late.Outcome != TxnAborted || done.Outcome != TxnCommitted || done.Zxid != z {
 			t.Fatalf("%s: %+v %+v", name, late, done)
 		}
-		if _, ok := x.View().Prepared(); ok {
+		if _, ok := x.View(3).Prepared(); ok {
 			t.Fatalf("%s: still prepared", name)
 		}
 	}
-	if !bytes.Equal(canonical(m2), canonical(r)) {
-		t.Fatal("replicas diverge")
+	if !bytes.Equal(loaded.AppendCanonical(nil), st.s.AppendCanonical(nil)) {
+		t.Fatal("the reloaded state and the original diverge")
 	}
-	// the cleared lock and the new decision persist too
-	want = canonical(m2)
-	m2.Close()
-	m3, _ := openMachine(t, testConfig(dir, nil))
-	defer m3.Close()
-	if !bytes.Equal(canonical(m3), want) {
-		t.Fatal("state differs after the second reopen")
+	// The cleared lock and the new decision persist too.
+	st2 := &stored{s: loaded, cfg: cfg, mem: st.mem}
+	want = loaded.AppendCanonical(nil)
+	again := st2.reload(t, 8)
+	if !bytes.Equal(again.AppendCanonical(nil), want) {
+		t.Fatal("state differs after the second reload")
 	}
-	if _, ok := m3.View().Prepared(); ok {
-		t.Fatal("prepared after reopen")
+	if _, ok := again.View(3).Prepared(); ok {
+		t.Fatal("prepared after reload")
 	}
-	if _, ok := m3.state.decisions.byID[42]; !ok {
+	if _, ok := again.decisions.byID[42]; !ok {
 		t.Fatal("commit decision lost")
 	}
 }

@@ -17,7 +17,7 @@
 //     symbol table).
 //
 // The code the knobs drive exists in corraltesting builds only, the way pebble keeps its
-// checks behind its `invariants` tag: shard.Config.SetApplyDelayPerOp, router.Shard.SetApplyLag
+// checks behind its `invariants` tag: replica.Config.SetApplyDelayPerOp, router.Shard.SetApplyLag
 // and router.Router.SetTxnHook (the in-process hooks tests use directly, through
 // internal/testcluster's SetApplyLag and SetTxnHook) live in tagged files; a production build
 // has empty stand-ins that do nothing, and refuses knobs set in process (cluster.Start fails).

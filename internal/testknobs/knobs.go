@@ -23,7 +23,7 @@ const (
 // Knobs are the test-only behaviours of one server. The zero value is production.
 type Knobs struct {
 	// ApplyDelay makes every replica of every data shard spend this long per applied write op
-	// before it publishes the batch (shard.Config.ApplyDelayPerOp), as a shard whose apply were
+	// before it publishes the batch (replica.Config.ApplyDelayPerOp), as a shard whose apply were
 	// that slow would: commits become latency-bound, and shards, which apply in parallel, add
 	// throughput even on few cores.
 	ApplyDelay time.Duration

@@ -7,6 +7,7 @@ import (
 	"github.com/cockroachdb/pebble"
 	"github.com/cockroachdb/pebble/vfs"
 
+	"github.com/corral/corral/replica"
 	"github.com/corral/corral/shard"
 )
 
@@ -21,7 +22,7 @@ type store struct {
 
 // openStore opens shard id's store read-only and reads its info. The caller closes it.
 func (l *Layout) openStore(id uint64) (*store, error) {
-	dir, err := shard.StoreDBDir(l.ShardDir(id))
+	dir, err := replica.StoreDBDir(l.ShardDir(id))
 	if err != nil {
 		return nil, fmt.Errorf("shard %d: %w", id, err)
 	}
@@ -32,7 +33,7 @@ func (l *Layout) openStore(id uint64) (*store, error) {
 		}
 		return nil, fmt.Errorf("shard %d: opening %s: %w", id, dir, err)
 	}
-	s := &store{id: id, dir: dir, db: db, r: shard.NewStoreReader(db)}
+	s := &store{id: id, dir: dir, db: db, r: replica.NewStoreReader(db)}
 	if s.info, err = s.r.Info(); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("shard %d (%s): %w", id, dir, err)

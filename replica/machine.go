@@ -1,4 +1,4 @@
-package shard
+package replica
 
 import (
 	"errors"
@@ -14,6 +14,8 @@ import (
 
 	"github.com/cockroachdb/pebble"
 	sm "github.com/lni/dragonboat/v4/statemachine"
+
+	"github.com/corral/corral/shard"
 )
 
 // Config configures one replica of a shard.
@@ -34,7 +36,7 @@ type Config struct {
 	Listener Listener
 	// Taps, if set, answers this server's proposer's requests for views between the ops of
 	// the batches it proposed (taps.go).
-	Taps *Taps
+	Taps *shard.Taps
 	// Logger; nil means slog.Default().
 	Logger *slog.Logger
 	// SyncDirty, when positive with RequestSync set, bounds the changed znodes a replica holds
@@ -49,8 +51,8 @@ type Config struct {
 	hooks testHooks // test-only behaviours of corraltesting builds (testhooks.go)
 }
 
-func (c *Config) state() StateConfig {
-	return StateConfig{Tag: c.Tag, OwnsRoot: c.OwnsRoot, Root: c.Root, ExtendedTypes: c.ExtendedTypes}
+func (c *Config) state() shard.StateConfig {
+	return shard.StateConfig{Tag: c.Tag, OwnsRoot: c.OwnsRoot, Root: c.Root, ExtendedTypes: c.ExtendedTypes}
 }
 
 // Listener is told about every state the replica publishes.
@@ -61,11 +63,11 @@ func (c *Config) state() StateConfig {
 // events. Calls for one shard never overlap. Applied must not block (hand events to a queue):
 // the shard applies nothing while it runs. The view and events are immutable and may be kept.
 type Listener interface {
-	Applied(shardID uint64, v *View, events []Event)
+	Applied(shardID uint64, v *shard.View, events []shard.Event)
 }
 
 // Machine is one replica of a shard as a dragonboat on-disk state machine
-// (sm.IOnDiskStateMachine). The state lives in memory (State) and in pebble; Update keeps both in
+// (sm.IOnDiskStateMachine). The state lives in memory (shard.State) and in pebble; Update keeps both in
 // step. Concurrency follows dragonboat's contract: Update, Sync, PrepareSnapshot,
 // RecoverFromSnapshot and Close are mutually exclusive; Lookup and SaveSnapshot may run
 // concurrently with them and touch only immutable data (the published view, a pebble snapshot).
@@ -76,11 +78,11 @@ type Machine struct {
 	// Owned by the apply goroutine (Open, Update, Sync, PrepareSnapshot, Recover, Close).
 	db      *pebble.DB
 	gen     int // generation of the current DB directory (db-<gen>)
-	state   *State
+	state   *shard.State
 	applied uint64
 	flushed uint64 // applied index last written to pebble
 
-	view   atomic.Pointer[View]
+	view   atomic.Pointer[shard.View]
 	closed atomic.Bool
 
 	quotaLog quotaLogLimit // quota messages of apply (quota.go); apply goroutine only
@@ -111,7 +113,7 @@ func CreateFunc(cfg func(shardID, replicaID uint64) Config) sm.CreateOnDiskState
 }
 
 // View returns the last published view (nil before Open).
-func (m *Machine) View() *View { return m.view.Load() }
+func (m *Machine) View() *shard.View { return m.view.Load() }
 
 const currentFile = "current"
 
@@ -128,7 +130,7 @@ func (m *Machine) Open(stopc <-chan struct{}) (uint64, error) {
 	if b, err := os.ReadFile(filepath.Join(m.cfg.Dir, currentFile)); err == nil {
 		g, err := strconv.Atoi(strings.TrimPrefix(strings.TrimSpace(string(b)), "db-"))
 		if err != nil {
-			return 0, fmt.Errorf("%w: bad %s file %q", ErrCorruptStore, currentFile, b)
+			return 0, fmt.Errorf("%w: bad %s file %q", shard.ErrCorruptStore, currentFile, b)
 		}
 		gen = g
 	} else if !errors.Is(err, os.ErrNotExist) {
@@ -154,7 +156,7 @@ func (m *Machine) Open(stopc <-chan struct{}) (uint64, error) {
 		return 0, err
 	}
 	if !found {
-		s = NewState(m.cfg.state())
+		s = shard.NewState(m.cfg.state())
 		if err := initStore(db, s); err != nil {
 			db.Close()
 			return 0, err
@@ -168,11 +170,11 @@ func (m *Machine) Open(stopc <-chan struct{}) (uint64, error) {
 }
 
 // publish stores a new view and tells the listener.
-func (m *Machine) publish(events []Event) {
+func (m *Machine) publish(events []shard.Event) {
 	v := m.state.View(m.cfg.ShardID)
 	m.view.Store(v)
 	if m.cfg.Taps != nil {
-		m.cfg.Taps.publishedView(v)
+		m.cfg.Taps.PublishedView(v)
 	}
 	if m.cfg.Listener != nil {
 		m.cfg.Listener.Applied(m.cfg.ShardID, v, events)
@@ -183,7 +185,7 @@ func (m *Machine) publish(events []Event) {
 // pebble later, see below), sets each entry's Result (Value: the BatchStatus, Data: the encoded
 // BatchResult) and publishes the view with all the entries' events.
 //
-// An entry that does not decode as a Batch cannot come from Corral's proposers; Update returns
+// An entry that does not decode as a shard.Batch cannot come from Corral's proposers; Update returns
 // ErrMalformedBatch, which dragonboat treats as fatal (the replica stops rather than diverge).
 func (m *Machine) Update(ents []sm.Entry) ([]sm.Entry, error) {
 	if m.closed.Load() {
@@ -192,17 +194,17 @@ func (m *Machine) Update(ents []sm.Entry) ([]sm.Entry, error) {
 	if len(ents) == 0 {
 		return ents, nil
 	}
-	var events []Event
+	var events []shard.Event
 	ops := 0
 	if m.cfg.Taps != nil {
-		m.cfg.Taps.beginUpdate()
+		m.cfg.Taps.BeginUpdate()
 	}
 	for i := range ents {
 		e := &ents[i]
 		if e.Index <= m.applied {
 			return nil, fmt.Errorf("%w: entry %d after %d", ErrIndexRegressed, e.Index, m.applied)
 		}
-		b, err := DecodeBatch(e.Cmd)
+		b, err := shard.DecodeBatch(e.Cmd)
 		if err != nil {
 			return nil, fmt.Errorf("shard %d entry %d: %w", m.cfg.ShardID, e.Index, err)
 		}
@@ -241,7 +243,7 @@ func (m *Machine) askSync() {
 	m.cfg.RequestSync()
 }
 
-func pendingNodes(s *State) int {
+func pendingNodes(s *shard.State) int {
 	n, _ := s.Pending()
 	return n
 }
@@ -263,7 +265,7 @@ func (m *Machine) flushDirty() error {
 	return nil
 }
 
-// Lookup returns the current *View whatever the query (also after Close).
+// Lookup returns the current *shard.View whatever the query (also after Close).
 func (m *Machine) Lookup(query interface{}) (interface{}, error) {
 	v := m.view.Load()
 	if v == nil {

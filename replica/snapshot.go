@@ -1,4 +1,4 @@
-package shard
+package replica
 
 import (
 	"bufio"
@@ -11,6 +11,8 @@ import (
 
 	"github.com/cockroachdb/pebble"
 	sm "github.com/lni/dragonboat/v4/statemachine"
+
+	"github.com/corral/corral/shard"
 )
 
 // Snapshot stream: the magic, then every key/value of a pebble snapshot in key order as
@@ -109,7 +111,7 @@ func (m *Machine) RecoverFromSnapshot(r io.Reader, stopc <-chan struct{}) error 
 		return fail(err)
 	}
 	if !found {
-		return fail(fmt.Errorf("%w: snapshot without state", ErrCorruptStore))
+		return fail(fmt.Errorf("%w: snapshot without state", shard.ErrCorruptStore))
 	}
 	if err := writeCurrent(m.cfg.Dir, gen); err != nil {
 		return fail(err)
@@ -134,7 +136,7 @@ func readSnapshot(db *pebble.DB, r io.Reader, stopc <-chan struct{}) error {
 	tr := &teeByteReader{r: br, h: crc}
 	magic := make([]byte, len(snapshotMagic))
 	if _, err := io.ReadFull(tr, magic); err != nil || string(magic) != string(snapshotMagic) {
-		return fmt.Errorf("%w: bad snapshot header", ErrCorruptStore)
+		return fmt.Errorf("%w: bad snapshot header", shard.ErrCorruptStore)
 	}
 	b := db.NewBatch()
 	defer func() { b.Close() }()
@@ -169,7 +171,7 @@ func readSnapshot(db *pebble.DB, r io.Reader, stopc <-chan struct{}) error {
 	want := crc.Sum32()
 	var sum [4]byte
 	if _, err := io.ReadFull(br, sum[:]); err != nil || binary.BigEndian.Uint32(sum[:]) != want {
-		return fmt.Errorf("%w: snapshot checksum mismatch", ErrCorruptStore)
+		return fmt.Errorf("%w: snapshot checksum mismatch", shard.ErrCorruptStore)
 	}
 	if err := db.Apply(b, pebble.NoSync); err != nil {
 		return err
@@ -181,17 +183,17 @@ func readSnapshot(db *pebble.DB, r io.Reader, stopc <-chan struct{}) error {
 func readChunk(r *teeByteReader, buf []byte) ([]byte, error) {
 	n, err := binary.ReadUvarint(r)
 	if err != nil {
-		return nil, fmt.Errorf("%w: truncated snapshot: %v", ErrCorruptStore, err)
+		return nil, fmt.Errorf("%w: truncated snapshot: %v", shard.ErrCorruptStore, err)
 	}
 	if n > 1<<31 {
-		return nil, fmt.Errorf("%w: snapshot record of %d bytes", ErrCorruptStore, n)
+		return nil, fmt.Errorf("%w: snapshot record of %d bytes", shard.ErrCorruptStore, n)
 	}
 	if uint64(cap(buf)) < n {
 		buf = make([]byte, n)
 	}
 	buf = buf[:n]
 	if _, err := io.ReadFull(r, buf); err != nil {
-		return nil, fmt.Errorf("%w: truncated snapshot: %v", ErrCorruptStore, err)
+		return nil, fmt.Errorf("%w: truncated snapshot: %v", shard.ErrCorruptStore, err)
 	}
 	return buf, nil
 }

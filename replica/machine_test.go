@@ -1,4 +1,4 @@
-package shard
+package replica
 
 import (
 	"bytes"
@@ -14,6 +14,7 @@ import (
 
 	sm "github.com/lni/dragonboat/v4/statemachine"
 
+	"github.com/corral/corral/shard"
 	"github.com/corral/corral/wire"
 )
 
@@ -24,11 +25,11 @@ type recorder struct {
 }
 
 type recorded struct {
-	v      *View
-	events []Event
+	v      *shard.View
+	events []shard.Event
 }
 
-func (r *recorder) Applied(shardID uint64, v *View, events []Event) {
+func (r *recorder) Applied(shardID uint64, v *shard.View, events []shard.Event) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.calls = append(r.calls, recorded{v, events})
@@ -57,7 +58,7 @@ func openMachine(t *testing.T, cfg Config) (*Machine, uint64) {
 }
 
 // entries encodes batches as consecutive Raft entries starting at index.
-func entries(index uint64, bs ...*Batch) []sm.Entry {
+func entries(index uint64, bs ...*shard.Batch) []sm.Entry {
 	out := make([]sm.Entry, len(bs))
 	for i, b := range bs {
 		out[i] = sm.Entry{Index: index + uint64(i), Cmd: b.AppendTo(nil)}
@@ -65,15 +66,15 @@ func entries(index uint64, bs ...*Batch) []sm.Entry {
 	return out
 }
 
-func update(t *testing.T, m *Machine, ents []sm.Entry) []BatchResult {
+func update(t *testing.T, m *Machine, ents []sm.Entry) []shard.BatchResult {
 	t.Helper()
 	out, err := m.Update(ents)
 	if err != nil {
 		t.Fatal(err)
 	}
-	res := make([]BatchResult, len(out))
+	res := make([]shard.BatchResult, len(out))
 	for i, e := range out {
-		r, err := DecodeBatchResult(e.Result.Data)
+		r, err := shard.DecodeBatchResult(e.Result.Data)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -107,14 +108,14 @@ func workload(t *testing.T, m *Machine, idx, seq uint64, time int64) {
 	t.Helper()
 	eph := opCreate("/app/e-", []byte("x"), wire.FlagEphemeralSequential)
 	eph.Session = 0x77
-	cont := Op{Code: wire.OpCreateContainer, Body: encode(&wire.CreateRequest{Path: "/c", ACL: wire.OpenACLUnsafe})}
+	cont := shard.Op{Code: wire.OpCreateContainer, Body: encode(&wire.CreateRequest{Path: "/c", ACL: wire.OpenACLUnsafe})}
 	res := update(t, m, entries(idx,
 		batch(9, seq, time, opCreate("/app", []byte{}, 0), eph, cont, opCreate("/c/k", nil, 0)),
 		batch(9, seq+1, time+1, opSet("/app", []byte("v1"), 0), opDelete("/c/k", -1), opCreate("/app", nil, 0)),
 		batch(9, seq+1, time+1), // a retry
-		batch(10, 1, time+2, Op{Code: wire.OpCloseSession, Session: 0x66}, ownerOp(0x77, 42)),
+		batch(10, 1, time+2, shard.Op{Code: wire.OpCloseSession, Session: 0x66}, ownerOp(0x77, 42)),
 	))
-	if res[0].Status != BatchApplied || res[2].Status != BatchDuplicate || !reflect.DeepEqual(res[1].Results, res[2].Results) {
+	if res[0].Status != shard.BatchApplied || res[2].Status != shard.BatchDuplicate || !reflect.DeepEqual(res[1].Results, res[2].Results) {
 		t.Fatalf("workload results: %+v", res)
 	}
 }
@@ -173,7 +174,7 @@ func TestMachineReopen(t *testing.T) {
 	}
 	// exactly-once survives the restart: the retry of seq 2 gets the cached results
 	res := update(t, m2, entries(6, batch(9, 2, 0), batch(9, 3, 0, opCreate("/after", nil, 0))))
-	if res[0].Status != BatchDuplicate || res[1].Status != BatchApplied {
+	if res[0].Status != shard.BatchDuplicate || res[1].Status != shard.BatchApplied {
 		t.Fatalf("after reopen: %+v", res)
 	}
 	if res[1].Results[0].Zxid <= zxid {
@@ -236,7 +237,7 @@ func TestMachineSnapshot(t *testing.T) {
 	// both replicas apply the next entries identically
 	next := entries(5, batch(9, 3, 2_000, opCreate("/later", nil, 0)))
 	res := update(t, r, next)
-	if res[0].Status != BatchApplied || !bytes.Equal(canonical(r), canonical(m)) {
+	if res[0].Status != shard.BatchApplied || !bytes.Equal(canonical(r), canonical(m)) {
 		t.Fatal("replicas diverge after recovery")
 	}
 	// the recovered replica reopens from the new DB generation
@@ -269,7 +270,7 @@ func TestMachineRecoverCorrupt(t *testing.T) {
 		func(b []byte) []byte { return append([]byte("x"), b...) }, // bad magic
 	} {
 		bad := mangle(append([]byte(nil), buf.Bytes()...))
-		if err := r.RecoverFromSnapshot(bytes.NewReader(bad), nil); !errors.Is(err, ErrCorruptStore) {
+		if err := r.RecoverFromSnapshot(bytes.NewReader(bad), nil); !errors.Is(err, shard.ErrCorruptStore) {
 			t.Fatalf("corrupt snapshot: %v", err)
 		}
 		if !bytes.Equal(canonical(r), before) {
@@ -289,7 +290,7 @@ func TestMachineRecoverCorrupt(t *testing.T) {
 func TestMachineMalformedEntry(t *testing.T) {
 	m, _ := openMachine(t, testConfig(t.TempDir(), nil))
 	defer m.Close()
-	if _, err := m.Update([]sm.Entry{{Index: 1, Cmd: []byte{9, 9, 9}}}); !errors.Is(err, ErrMalformedBatch) {
+	if _, err := m.Update([]sm.Entry{{Index: 1, Cmd: []byte{9, 9, 9}}}); !errors.Is(err, shard.ErrMalformedBatch) {
 		t.Fatalf("malformed entry: %v", err)
 	}
 }
@@ -300,7 +301,7 @@ func TestMachineConfigMismatch(t *testing.T) {
 	m.Close()
 	cfg := testConfig(dir, nil)
 	cfg.Tag = 6
-	if _, err := NewMachine(cfg).Open(nil); !errors.Is(err, ErrConfigMismatch) {
+	if _, err := NewMachine(cfg).Open(nil); !errors.Is(err, shard.ErrConfigMismatch) {
 		t.Fatalf("tag change: %v", err)
 	}
 }
@@ -379,7 +380,7 @@ func TestSyncAskedForAtDirtyLimit(t *testing.T) {
 	defer m.Close()
 	create := func(from, n int) {
 		t.Helper()
-		var ops []Op
+		var ops []shard.Op
 		for i := from; i < from+n; i++ {
 			ops = append(ops, opCreate(fmt.Sprintf("/n%d", i), nil, 0))
 		}
@@ -405,7 +406,7 @@ func TestSyncAskedForAtDirtyLimit(t *testing.T) {
 	if err := m.Sync(); err != nil {
 		t.Fatal(err)
 	}
-	if n := len(m.state.dirty.nodes); n != 0 {
+	if n := pendingNodes(m.state); n != 0 {
 		t.Fatalf("%d dirty znodes after Sync", n)
 	}
 	create(200, 90)

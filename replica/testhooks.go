@@ -1,6 +1,6 @@
 //go:build corraltesting
 
-package shard
+package replica
 
 import "time"
 

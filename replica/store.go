@@ -1,14 +1,20 @@
-package shard
+package replica
 
 import (
 	"bytes"
 	"fmt"
 	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
 
 	"github.com/cockroachdb/pebble"
+
+	"github.com/corral/corral/shard"
 )
 
-// The pebble side of a state's records (records.go): a batch is a RecordWriter, a DB a
+// The pebble side of a state's records (records.go): a batch is a shard.RecordWriter, a DB a
 // RecordReader.
 
 // batchWriter writes records into a pebble batch (which copies them).
@@ -22,8 +28,8 @@ type dbReader struct{ db *pebble.DB }
 
 func (r dbReader) Get(key []byte) ([]byte, bool, error) { return getValue(r.db, key) }
 
-func (r dbReader) Scan(prefix byte, f func(key, value []byte) error) error {
-	it := r.db.NewIter(&pebble.IterOptions{LowerBound: []byte{prefix}, UpperBound: []byte{prefix + 1}})
+func (r dbReader) Scan(lo, hi []byte, f func(key, value []byte) error) error {
+	it := r.db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
 	defer it.Close()
 	for ok := it.First(); ok; ok = it.Next() {
 		if err := f(it.Key(), it.Value()); err != nil {
@@ -80,7 +86,7 @@ func (l pebbleLogger) Fatalf(format string, args ...interface{}) {
 }
 
 // initStore writes a fresh state (applied index 0) into an empty DB and syncs it.
-func initStore(db *pebble.DB, s *State) error {
+func initStore(db *pebble.DB, s *shard.State) error {
 	b := db.NewBatch()
 	defer b.Close()
 	s.WriteInitial(batchWriter{b})
@@ -91,12 +97,14 @@ func initStore(db *pebble.DB, s *State) error {
 }
 
 // writeChanges adds the state's changes, the applied index and the last zxid to b
-// (State.WriteChanges).
-func writeChanges(b *pebble.Batch, s *State, applied uint64) { s.WriteChanges(batchWriter{b}, applied) }
+// (shard.State.WriteChanges).
+func writeChanges(b *pebble.Batch, s *shard.State, applied uint64) {
+	s.WriteChanges(batchWriter{b}, applied)
+}
 
-// loadState reads the whole state from db (LoadState). found is false for an empty (new) DB.
-func loadState(db *pebble.DB, cfg StateConfig) (s *State, applied uint64, found bool, err error) {
-	return LoadState(dbReader{db}, cfg)
+// loadState reads the whole state from db (shard.LoadState). found is false for an empty (new) DB.
+func loadState(db *pebble.DB, cfg shard.StateConfig) (s *shard.State, applied uint64, found bool, err error) {
+	return shard.LoadState(dbReader{db}, cfg)
 }
 
 func getValue(db *pebble.DB, key []byte) ([]byte, bool, error) {
@@ -110,3 +118,21 @@ func getValue(db *pebble.DB, key []byte) ([]byte, bool, error) {
 	defer closer.Close()
 	return bytes.Clone(v), true, nil
 }
+
+// StoreDBDir returns the pebble directory that the replica directory dir's `current` file
+// names (what Machine.Open would open), without creating anything.
+func StoreDBDir(dir string) (string, error) {
+	b, err := os.ReadFile(filepath.Join(dir, currentFile))
+	if err != nil {
+		return "", err
+	}
+	g, err := strconv.Atoi(strings.TrimPrefix(strings.TrimSpace(string(b)), "db-"))
+	if err != nil {
+		return "", fmt.Errorf("%w: bad %s file %q", shard.ErrCorruptStore, currentFile, b)
+	}
+	return filepath.Join(dir, dbDirName(g)), nil
+}
+
+// NewStoreReader returns a reader of a replica's store, a pebble DB the caller opened (read-only)
+// and closes.
+func NewStoreReader(db *pebble.DB) *shard.StoreReader { return shard.NewStoreReader(dbReader{db}) }

@@ -1,6 +1,6 @@
 //go:build !corraltesting
 
-package shard
+package replica
 
 // testHooks are a replica's test-only behaviours: none in a production build (testhooks.go).
 type testHooks struct{}
