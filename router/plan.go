@@ -40,6 +40,20 @@ func (r *Router) PlanWrite(op wire.OpCode, rec wire.Record) WritePlan {
 	return WritePlan{Shard: r.Lookup(path)}
 }
 
+// Issue returns what a single-shard write to sh carries from the view it is issued against, at
+// nowMs (Unix ms): the view's zxid, which goes with the op (shard.Op.ViewZxid: the source of a
+// move sends back every write issued against a view from before the move), and fenced, whether
+// the shard moved a subtree away within shard.FenceMs. While it is fenced an earlier write of the
+// session may still be sent back and proposed again elsewhere, so the session does not pipeline
+// a write to sh behind its earlier ones: it waits for their replies (docs/design.md §9).
+func (sh *Shard) Issue(nowMs int64) (viewZxid int64, fenced bool) {
+	v := sh.View()
+	if v == nil {
+		return 0, false
+	}
+	return v.Zxid(), v.MovedOutSince(nowMs - shard.FenceMs)
+}
+
 // WriteTarget returns the path a (non-multi) write targets and whether it is a create, and a
 // sequential one.
 func WriteTarget(rec wire.Record) (path string, create, seq bool) {

@@ -92,3 +92,31 @@ func TestReroute(t *testing.T) {
 		t.Fatalf("rerouted delete of the mount point: %+v, %v: want a two-shard transaction, not proposed", out, err)
 	}
 }
+
+// TestIssueFence: a write issued to a shard carries its view's zxid, and the shard counts as
+// fenced for shard.FenceMs after it moved a subtree away (the destination does not).
+func TestIssueFence(t *testing.T) {
+	rs := newReplicaSet(t, []uint64{2, 3})
+	r := rs.r
+	rs.submit(t, 2, createOp("/app"))
+	now := time.Now().UnixMilli()
+	if z, fenced := r.Shard(2).Issue(now); fenced || z != r.Shard(2).View().Zxid() {
+		t.Fatalf("before any move: view zxid %x, fenced %v", z, fenced)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	mv, err := r.Move(ctx, "/app", 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	moved := shard.ZxidCounter(mv.Zxid) >> 12 // the move's clock time, ms
+	if _, fenced := r.Shard(2).Issue(moved); !fenced {
+		t.Fatal("the source is not fenced right after the move")
+	}
+	if _, fenced := r.Shard(2).Issue(moved + shard.FenceMs + 1); fenced {
+		t.Fatalf("the source is still fenced %d ms after the move", shard.FenceMs+1)
+	}
+	if _, fenced := r.Shard(3).Issue(moved); fenced {
+		t.Fatal("the destination is fenced")
+	}
+}

@@ -431,10 +431,7 @@ func (c *conn) runInOrder(g *writeGroup) {
 			c.complete(w.sl, c.frame(w.h.Xid, wire.ErrSystemError, 0, nil))
 			prev = 0
 		default:
-			var viewZxid int64
-			if v := plan.Shard.View(); v != nil {
-				viewZxid = v.Zxid()
-			}
+			viewZxid, _ := plan.Shard.Issue(time.Now().UnixMilli())
 			op := shard.Op{Session: g.session, Epoch: g.epoch, Auth: g.auth, Code: w.h.Op, Body: w.body,
 				MinZxid: c.lastZxid.Load(), ViewZxid: viewZxid}
 			c.propose(w.sl, w.h, w.rec, op, plan.Shard)

@@ -587,14 +587,9 @@ func (c *conn) handleWrite(h wire.RequestHeader, frame []byte) bool {
 	// this view already holds a recent move (and the write waits below for every earlier reply)
 	// or the shard sends the write back if a move came first; either way it cannot overtake an
 	// earlier write of this connection that the move sent back (docs/design.md §9).
-	var viewZxid int64
-	if v := sh.View(); v != nil {
-		viewZxid = v.Zxid()
-		if v.MovedOutSince(time.Now().UnixMilli()-shard.FenceMs) && !c.waitIdle() {
-			// The shard moved a subtree away lately: an earlier write of this connection may
-			// still be sent back and proposed again elsewhere. No pipelining to it for a while.
-			return false
-		}
+	viewZxid, fenced := sh.Issue(time.Now().UnixMilli())
+	if fenced && !c.waitIdle() {
+		return false
 	}
 	if grouped, alive := c.joinGroup(h, rec, body, sh); grouped || !alive {
 		return alive
