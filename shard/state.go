@@ -12,8 +12,9 @@ type StateConfig struct {
 	Tag uint8
 	// OwnsRoot seeds the tree with "/", "/zookeeper", "/zookeeper/quota" and "/zookeeper/config".
 	OwnsRoot bool
-	// Root is the subtree this shard serves ("/" for the root shard). Recorded, not yet used:
-	// mounting subtrees is not implemented.
+	// Root is "/" for the root shard, "" for a data shard: recorded at creation (corral inspect
+	// shows it). Which subtrees a shard serves is the mount table's and the routes' business
+	// (placement, moves), not this field's.
 	Root string
 	// ExtendedTypes enables TTL nodes (zookeeper.extendedTypesEnabled); without it a TTL create
 	// mode is UNIMPLEMENTED.
