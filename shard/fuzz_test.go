@@ -9,6 +9,7 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/corral/corral/internal/transcript"
 	"github.com/corral/corral/wire"
 )
 
@@ -126,7 +127,7 @@ func TestCodecRoundTrip(t *testing.T) {
 
 // TestWriteFuzzSeeds regenerates testdata/fuzz/<target>/ from the seed lists (with -rewrite).
 func TestWriteFuzzSeeds(t *testing.T) {
-	if !*rewrite {
+	if !transcript.Rewriting() {
 		t.Skip("run with -rewrite to regenerate the seed corpus")
 	}
 	write := func(target string, i int, data []byte) {

@@ -1,21 +1,16 @@
 package shard
 
 import (
-	"bufio"
 	"encoding/hex"
-	"flag"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/corral/corral/acl"
+	"github.com/corral/corral/internal/transcript"
 	"github.com/corral/corral/wire"
 )
-
-var rewrite = flag.Bool("rewrite", false, "rewrite the expected output of testdata/*.txt transcripts")
 
 // TestTranscripts runs the command transcripts in testdata/*.txt (in the style of etcd-io/raft's
 // datadriven tests): each case is one or more input lines, a "----" line and the expected output
@@ -49,101 +44,7 @@ var rewrite = flag.Bool("rewrite", false, "rewrite the expected output of testda
 // ':'), or open, read, creator, null. "digestpw:USER:PW:PERMS" is the digest id of USER:PW.
 // Zxids print as z<counter> (z<counter>.<tag> when the tag is not 0).
 func TestTranscripts(t *testing.T) {
-	files, err := filepath.Glob("testdata/*.txt")
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no transcripts: %v", err)
-	}
-	for _, file := range files {
-		t.Run(strings.TrimSuffix(filepath.Base(file), ".txt"), func(t *testing.T) {
-			runTranscript(t, file)
-		})
-	}
-}
-
-type tcase struct {
-	pre    []string // comments and blank lines before the case
-	input  []string
-	output []string
-	line   int
-}
-
-func parseTranscript(t *testing.T, file string) (cases []tcase, tail []string) {
-	f, err := os.Open(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	var cur tcase
-	state := 0 // 0: between cases, 1: input, 2: output
-	ln := 0
-	for sc.Scan() {
-		ln++
-		l := sc.Text()
-		switch state {
-		case 0:
-			if strings.TrimSpace(l) == "" || strings.HasPrefix(l, "#") {
-				cur.pre = append(cur.pre, l)
-				continue
-			}
-			cur.input, cur.line, state = []string{l}, ln, 1
-		case 1:
-			if l == "----" {
-				state = 2
-				continue
-			}
-			cur.input = append(cur.input, l)
-		case 2:
-			if strings.TrimSpace(l) == "" {
-				cases = append(cases, cur)
-				cur, state = tcase{}, 0
-				continue
-			}
-			cur.output = append(cur.output, l)
-		}
-	}
-	switch state {
-	case 1:
-		t.Fatalf("%s:%d: case without ----", file, cur.line)
-	case 2:
-		cases = append(cases, cur)
-		cur = tcase{}
-	}
-	return cases, cur.pre
-}
-
-func runTranscript(t *testing.T, file string) {
-	cases, tail := parseTranscript(t, file)
-	h := newHarness()
-	var out strings.Builder
-	for i := range cases {
-		c := &cases[i]
-		got := h.run(c.input)
-		for _, l := range c.pre {
-			out.WriteString(l + "\n")
-		}
-		for _, l := range c.input {
-			out.WriteString(l + "\n")
-		}
-		out.WriteString("----\n")
-		for _, l := range got {
-			out.WriteString(l + "\n")
-		}
-		out.WriteString("\n")
-		if !*rewrite && strings.Join(got, "\n") != strings.Join(c.output, "\n") {
-			t.Errorf("%s:%d: %s\ngot:\n%s\nwant:\n%s", file, c.line, strings.Join(c.input, " | "),
-				strings.Join(got, "\n"), strings.Join(c.output, "\n"))
-		}
-	}
-	for _, l := range tail {
-		out.WriteString(l + "\n")
-	}
-	if *rewrite {
-		s := strings.TrimRight(out.String(), "\n") + "\n"
-		if err := os.WriteFile(file, []byte(s), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	transcript.RunDir(t, func(*testing.T) func([]string) []string { return newHarness().run })
 }
 
 // harness applies transcript commands to a State (the current one of several named states).
