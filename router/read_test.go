@@ -90,7 +90,8 @@ func (f *readFixture) roundsOf(id uint64) int {
 func zxidAt(ms int64) int64 { return ms<<12<<8 | 1 }
 
 // TestReadRules checks what testdata/reads.txt does not show of router/read.go, with the local
-// replicas lagging: the returned view, the error of a failed catch-up, the catch-up limit, and
+// replicas lagging: the returned view, the errors of an unserved path and of a failed catch-up,
+// the catch-up limit, and
 // the registration lock a registered read holds until its caller unlocks.
 func TestReadRules(t *testing.T) {
 	bound := func(seen int64) ReadBound { return ReadBound{Seen: seen, Timeout: 10 * time.Second} }
@@ -105,6 +106,17 @@ func TestReadRules(t *testing.T) {
 		_, v, err := f.r.Read("/b/y", bound(zxidAt(3000)), func(_ *Shard, v *shard.View) { read = v })
 		if err != nil || v != read || v != f.r.Shard(3).View() {
 			t.Fatalf("returned %p, read %p, published %p (err %v)", v, read, f.r.Shard(3).View(), err)
+		}
+	})
+	t.Run("a path no shard serves is an error, not a read", func(t *testing.T) {
+		r := New([]uint64{2}, []uint8{1}, PlaceSingle, nil)
+		r.SetMounts(nil) // not even "/": no shard serves anything
+		read := func(*Shard, *shard.View) { t.Error("read ran without a shard") }
+		if _, _, err := r.Read("/a", bound(0), read); !errors.Is(err, ErrNoShard) {
+			t.Fatalf("Read: %v, want ErrNoShard", err)
+		}
+		if _, _, _, err := r.ReadRegistered("/a", bound(0), read); !errors.Is(err, ErrNoShard) {
+			t.Fatalf("ReadRegistered: %v, want ErrNoShard", err)
 		}
 	})
 	t.Run("a failed catch-up names its shard", func(t *testing.T) {

@@ -395,8 +395,9 @@ func (c *conn) waitGroupApplied(g *writeGroup) bool {
 
 // runInOrder proposes g's writes without a transaction, after a group transaction met another
 // one (router.ErrGroupBusy; nothing of it applied): as writes that join no group are, each to
-// its shard's proposer, a write to another shard than the previous one only once every earlier
-// reply is queued. Concurrent groups of several sessions over the same shards would otherwise
+// its shard's proposer, a write to another shard than the previous one, or to a shard that moved
+// a subtree away lately (router.Shard.Issue, as handleWrite), only once every earlier reply is
+// queued. Concurrent groups of several sessions over the same shards would otherwise
 // abort each other's prepares over and over; this way they degrade to one Raft round per change
 // of shard and always progress.
 func (c *conn) runInOrder(g *writeGroup) {
@@ -409,7 +410,12 @@ func (c *conn) runInOrder(g *writeGroup) {
 	var prev uint64
 	for i, w := range g.writes {
 		plan := c.s.o.Router.PlanWrite(w.h.Op, w.rec)
-		if plan.Shard == nil || plan.Shard.ID != prev {
+		var viewZxid int64
+		fenced := false
+		if plan.Roles == nil && plan.Shard != nil {
+			viewZxid, fenced = plan.Shard.Issue(time.Now().UnixMilli())
+		}
+		if plan.Shard == nil || plan.Shard.ID != prev || fenced {
 			select {
 			case <-c.whenHead(w.sl):
 			case <-c.writerEnd:
@@ -431,7 +437,6 @@ func (c *conn) runInOrder(g *writeGroup) {
 			c.complete(w.sl, c.frame(w.h.Xid, wire.ErrSystemError, 0, nil))
 			prev = 0
 		default:
-			viewZxid, _ := plan.Shard.Issue(time.Now().UnixMilli())
 			op := shard.Op{Session: g.session, Epoch: g.epoch, Auth: g.auth, Code: w.h.Op, Body: w.body,
 				MinZxid: c.lastZxid.Load(), ViewZxid: viewZxid}
 			c.propose(w.sl, w.h, w.rec, op, plan.Shard)

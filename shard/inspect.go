@@ -108,28 +108,10 @@ func (s *StoreReader) Walk(path string, fn func(path string, n NodeInfo) error) 
 // (OpSessionOwner) and the closed sessions' tombstones (close time, Unix ms).
 func (s *StoreReader) Sessions() (owners map[int64]uint64, tombstones map[int64]int64, err error) {
 	owners, tombstones = map[int64]uint64{}, map[int64]int64{}
-	err = scanPrefix(s.db, prefixOwner, func(k, v []byte) error {
-		r := reader{buf: v}
-		e := r.uvarint()
-		if len(k) != 9 || r.finish() != nil {
-			return fmt.Errorf("%w: session owner %x", ErrCorruptStore, k)
-		}
-		owners[int64(binary.BigEndian.Uint64(k[1:]))] = e
-		return nil
-	})
-	if err != nil {
+	if err := scanOwners(s.db, func(session int64, epoch uint64) { owners[session] = epoch }); err != nil {
 		return nil, nil, err
 	}
-	err = scanPrefix(s.db, prefixTombstone, func(k, v []byte) error {
-		r := reader{buf: v}
-		t := r.varint()
-		if len(k) != 9 || r.finish() != nil {
-			return fmt.Errorf("%w: tombstone %x", ErrCorruptStore, k)
-		}
-		tombstones[int64(binary.BigEndian.Uint64(k[1:]))] = t
-		return nil
-	})
-	if err != nil {
+	if err := scanTombstones(s.db, func(session, closed int64) { tombstones[session] = closed }); err != nil {
 		return nil, nil, err
 	}
 	return owners, tombstones, nil

@@ -98,6 +98,33 @@ type RecordReader interface {
 	Scan(lo, hi []byte, f func(key, value []byte) error) error
 }
 
+// scanTombstones calls f with every closed-session tombstone record: the session and its close
+// time (Unix ms).
+func scanTombstones(r RecordReader, f func(session, closed int64)) error {
+	return scanPrefix(r, prefixTombstone, func(k, v []byte) error {
+		rd := reader{buf: v}
+		t := rd.varint()
+		if len(k) != 9 || rd.finish() != nil {
+			return fmt.Errorf("%w: tombstone %x", ErrCorruptStore, k)
+		}
+		f(int64(binary.BigEndian.Uint64(k[1:])), t)
+		return nil
+	})
+}
+
+// scanOwners calls f with every session ownership record: the session and its epoch (never 0).
+func scanOwners(r RecordReader, f func(session int64, epoch uint64)) error {
+	return scanPrefix(r, prefixOwner, func(k, v []byte) error {
+		rd := reader{buf: v}
+		e := rd.uvarint()
+		if len(k) != 9 || rd.finish() != nil || e == 0 {
+			return fmt.Errorf("%w: session owner %x", ErrCorruptStore, k)
+		}
+		f(int64(binary.BigEndian.Uint64(k[1:])), e)
+		return nil
+	})
+}
+
 // scanPrefix scans the records whose keys start with the byte p.
 func scanPrefix(r RecordReader, p byte, f func(key, value []byte) error) error {
 	return r.Scan([]byte{p}, []byte{p + 1}, f)
@@ -300,27 +327,10 @@ func LoadState(db RecordReader, cfg StateConfig) (s *State, applied uint64, foun
 	if err != nil {
 		return nil, 0, false, err
 	}
-	err = scanPrefix(db, prefixTombstone, func(k, v []byte) error {
-		r := reader{buf: v}
-		t := r.varint()
-		if len(k) != 9 || r.finish() != nil {
-			return fmt.Errorf("%w: tombstone %x", ErrCorruptStore, k)
-		}
-		s.tombstones.add(int64(binary.BigEndian.Uint64(k[1:])), t)
-		return nil
-	})
-	if err != nil {
+	if err := scanTombstones(db, func(session, closed int64) { s.tombstones.add(session, closed) }); err != nil {
 		return nil, 0, false, err
 	}
-	err = scanPrefix(db, prefixOwner, func(k, v []byte) error {
-		r := reader{buf: v}
-		e := r.uvarint()
-		if len(k) != 9 || r.finish() != nil || e == 0 {
-			return fmt.Errorf("%w: session owner %x", ErrCorruptStore, k)
-		}
-		s.owners[int64(binary.BigEndian.Uint64(k[1:]))] = e
-		return nil
-	})
+	err = scanOwners(db, func(session int64, epoch uint64) { s.owners[session] = epoch })
 	if err != nil {
 		return nil, 0, false, err
 	}
