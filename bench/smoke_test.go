@@ -306,7 +306,8 @@ func TestDelayNeedsTestingBuild(t *testing.T) {
 
 // TestSmokeFloor runs the floor experiment in --short mode (it starts no ensemble: three
 // dragonboat NodeHosts in this process): both log stores, leader and follower with 1 and many
-// proposers, many spread over the groups, every line with proposals and no error.
+// proposers, many spread over the groups, every line with proposals and no error (a proposal
+// that met an election is retried: TestFloorProposalSurvivesElection).
 func TestSmokeFloor(t *testing.T) {
 	rows := runSmoke(t, "corral", smokeCase{"floor", nil, "floor.csv", "per_s", ""})
 	if len(rows) != 25 {
