@@ -163,7 +163,7 @@ func (t *txn) createAs(role TxnRole, code wire.OpCode, a *createArgs, session in
 			stubOwner = owner
 		}
 		t.put(&node{key: key, czxid: t.zxid, mzxid: t.zxid, pzxid: t.zxid, ctime: t.time, mtime: t.time,
-			owner: stubOwner, stub: true, acl: internACL(nil)})
+			owner: stubOwner, acl: stubACL})
 		t.event(wire.EventNodeChildrenChanged, displayParent(parentPath), p.acl)
 		return path, wire.Stat{}, wire.ErrOK
 	}

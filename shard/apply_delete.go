@@ -72,11 +72,11 @@ func (t *txn) deleteAs(role TxnRole, path string, version int32, auth []wire.ID)
 	if ok {
 		n = t.get(key)
 	}
-	if role == RoleParent && n != nil && n.stub {
+	if role == RoleParent && n != nil && n.isStub() {
 		t.removeNode(key, path, n, parentPath)
 		return wire.ErrOK
 	}
-	if n == nil || n.stub {
+	if n == nil || n.isStub() {
 		return wire.ErrNoNode
 	}
 	if !versionMatches(n.version, version) {

@@ -34,5 +34,5 @@ func (v *View) PreparedCut(id uint64) bool {
 // its children, until fn returns false. Unlike Walk it needs no root: a data shard that does not
 // serve "/" holds top-level znodes without it.
 func (v *View) WalkAll(fn func(path string, n NodeInfo) bool) {
-	v.tree.nodes.Ascend(func(n *node) bool { return n.stub || fn(pathOf(n.key), NodeInfo{n}) })
+	v.tree.nodes.Ascend(func(n *node) bool { return n.isStub() || fn(pathOf(n.key), NodeInfo{n}) })
 }

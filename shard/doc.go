@@ -151,7 +151,8 @@
 //
 // The parent side of a top-level create (RoleParent on the root shard) runs the whole create
 // check sequence and updates "/" as a create does, but stores a stub instead of the node: a
-// node flagged stub, without data, owned by the session for an ephemeral mode (else 0). A stub
+// node marked as a stub (in memory its ACL pointer is stubACL, on disk a flag), without data,
+// owned by the session for an ephemeral mode (else 0). A stub
 // is listed among the children of "/" (getChildren, Children) and counted in its stat, so "/"
 // looks exactly as in ZooKeeper; it takes the name (NODEEXISTS); and it is no node of this
 // shard: reads of its own path are NONODE, it is never a parent, setData, check and delete see

@@ -85,7 +85,7 @@ func (s *StoreReader) Walk(path string, fn func(path string, n NodeInfo) error) 
 	}
 	visit := func(k, v []byte) error {
 		n, err := decodeNode(string(k[1:]), v)
-		if err != nil || n.stub {
+		if err != nil || n.isStub() {
 			return err
 		}
 		return fn(pathOf(n.key), NodeInfo{n})

@@ -234,7 +234,7 @@ func (s *State) prepareMove(m *MoveSpec) (wire.Err, bool) {
 	if _, err := decodeSubtree(m.Path, m.Nodes); err != nil {
 		return wire.ErrMarshallingError, false
 	}
-	if n := s.tree.get(key); n != nil && !n.stub {
+	if n := s.tree.get(key); n != nil && !n.isStub() {
 		return wire.ErrNodeExists, false
 	}
 	lo, hi := subtreeRange(key)
@@ -261,7 +261,7 @@ func (s *State) commitMove(m *MoveSpec, zxid, time int64, events []Event) []Even
 	holdsParent := false
 	if parent, ok := splitParent(m.Path); ok {
 		if pk, ok := parentKey(parent); ok {
-			if p := s.tree.get(pk); p != nil && !p.stub {
+			if p := s.tree.get(pk); p != nil && !p.isStub() {
 				holdsParent = true
 			}
 		}
@@ -277,7 +277,7 @@ func (s *State) commitMove(m *MoveSpec, zxid, time int64, events []Event) []Even
 					owner = n.owner
 				}
 				t.put(&node{key: key, czxid: n.czxid, mzxid: n.czxid, pzxid: n.czxid, ctime: n.ctime,
-					mtime: n.ctime, owner: owner, stub: true, acl: internACL(nil)})
+					mtime: n.ctime, owner: owner, acl: stubACL})
 			} else {
 				t.del(key)
 			}
@@ -299,7 +299,7 @@ func (s *State) commitMove(m *MoveSpec, zxid, time int64, events []Event) []Even
 	closed := map[int64]bool{}
 	for _, n := range nodes {
 		t.put(n)
-		if kindOf(n.owner) == kindEphemeral && !n.stub && s.tombstones.has(n.owner) {
+		if kindOf(n.owner) == kindEphemeral && !n.isStub() && s.tombstones.has(n.owner) {
 			closed[n.owner] = true
 		}
 	}

@@ -59,11 +59,19 @@ type node struct {
 	aversion    int32
 	numChildren int32
 	data        []byte // nil (null) and empty are distinct
-	acl         *aclList
-	// stub marks the parent side's entry for a top-level node that lives on another shard
-	// (see doc.go, "Stubs"): it counts as a child of "/" but is no node of this shard.
-	stub bool
+	// acl is the node's interned ACL list, or stubACL for a stub: the parent side's entry for a
+	// top-level node that lives on another shard (see doc.go, "Stubs"), which counts as a child
+	// of "/" but is no node of this shard. (A flag of its own would put node in the next size
+	// class, 16 bytes more per znode.)
+	acl *aclList
 }
+
+// stubACL marks a stub (node.acl); it is never interned, so no real node shares it. A stub has
+// no ACL of its own: as a list it is empty, as internACL(nil) is.
+var stubACL = &aclList{}
+
+// isStub reports whether n is a stub (see node.acl).
+func (n *node) isStub() bool { return n.acl == stubACL }
 
 func nodeLess(a, b *node) bool { return a.key < b.key }
 

@@ -287,7 +287,7 @@ func (t *txn) usage(path string) (count, bytes int64) {
 		return 0, 0
 	}
 	visit := func(n *node) {
-		if n != nil && !n.stub {
+		if n != nil && !n.isStub() {
 			count++
 			bytes += int64(len(n.data))
 		}
@@ -406,7 +406,7 @@ func (s *State) quotaConflict(op *Op, p *preparedTxn) bool {
 			lk, ok1 := quotaNodeKey(q, QuotaLimitNode)
 			sk, ok2 := quotaNodeKey(q, QuotaStatNode)
 			if ok1 && ok2 {
-				if n := s.tree.get(lk); n != nil && !n.stub && p.locked(sk) {
+				if n := s.tree.get(lk); n != nil && !n.isStub() && p.locked(sk) {
 					hit = true
 				}
 			}

@@ -23,7 +23,7 @@ const nodeFlagStub = 1
 
 func appendNode(dst []byte, n *node) []byte {
 	var flags byte
-	if n.stub {
+	if n.isStub() {
 		flags |= nodeFlagStub
 	}
 	dst = append(dst, nodeCodecVersion, flags)
@@ -50,12 +50,13 @@ func decodeNode(key string, val []byte) (*node, error) {
 		return nil, fmt.Errorf("%w: node %q version %d", ErrCorruptStore, pathOf(key), v)
 	}
 	n := &node{key: key}
+	stub := false
 	if v >= 2 {
 		flags := r.byte()
 		if flags&^nodeFlagStub != 0 {
 			r.fail("node flags")
 		}
-		n.stub = flags&nodeFlagStub != 0
+		stub = flags&nodeFlagStub != 0
 	}
 	n.czxid, n.mzxid, n.pzxid = r.varint(), r.varint(), r.varint()
 	n.ctime, n.mtime, n.owner = r.varint(), r.varint(), r.varint()
@@ -75,6 +76,12 @@ func decodeNode(key string, val []byte) (*node, error) {
 		return nil, fmt.Errorf("%w: node %q: %v", ErrCorruptStore, pathOf(key), err)
 	}
 	n.acl = internACL(acls)
+	if stub {
+		if len(acls) != 0 {
+			return nil, fmt.Errorf("%w: stub %q with an ACL", ErrCorruptStore, pathOf(key))
+		}
+		n.acl = stubACL
+	}
 	return n, nil
 }
 

@@ -68,12 +68,12 @@ func (t *tree) remove(key string) {
 }
 
 func (t *tree) index(n *node) {
-	if n.stub {
+	if n.isStub() {
 		t.stubs++
 	}
 	switch kindOf(n.owner) {
 	case kindEphemeral:
-		t.ephem.ReplaceOrInsert(ephemEntry{owner: n.owner, path: pathOf(n.key), stub: n.stub})
+		t.ephem.ReplaceOrInsert(ephemEntry{owner: n.owner, path: pathOf(n.key), stub: n.isStub()})
 	case kindContainer, kindTTL:
 		// a stub's owner is 0 or a session: stubs never expire here
 		t.expiring.ReplaceOrInsert(n.key)
@@ -84,7 +84,7 @@ func (t *tree) unindex(n *node) {
 	if n == nil {
 		return
 	}
-	if n.stub {
+	if n.isStub() {
 		t.stubs--
 	}
 	switch kindOf(n.owner) {
@@ -123,7 +123,7 @@ func (t *tree) countDescendants(key string) int {
 	lo, hi := subtreeRange(key)
 	c := 0
 	t.nodes.AscendRange(&node{key: lo}, &node{key: hi}, func(n *node) bool {
-		if !n.stub {
+		if !n.isStub() {
 			c++
 		}
 		return true

@@ -43,7 +43,7 @@ func (t *txn) get(key string) *node {
 // node of another shard and is no node of this one (only NODEEXISTS and the parent side of a
 // transaction see it).
 func (t *txn) visible(key string) *node {
-	if n := t.get(key); n != nil && !n.stub {
+	if n := t.get(key); n != nil && !n.isStub() {
 		return n
 	}
 	return nil
@@ -113,7 +113,7 @@ func (t *txn) removeNode(key, path string, n *node, parentPath string) {
 		}
 		t.put(p)
 		t.del(key)
-		if !n.stub {
+		if !n.isStub() {
 			t.event(wire.EventNodeDeleted, path, n.acl)
 			t.quotaCount(path, -1, -int64(len(n.data)))
 		}

@@ -57,7 +57,7 @@ func (v *View) Len() int { return v.tree.nodes.Len() - v.tree.stubs }
 func (v *View) ApproximateDataSize() int64 {
 	var size int64
 	v.tree.nodes.Ascend(func(n *node) bool {
-		if !n.stub {
+		if !n.isStub() {
 			size += int64(len(pathOf(n.key)) + len(n.data))
 		}
 		return true
@@ -67,7 +67,7 @@ func (v *View) ApproximateDataSize() int64 {
 
 // node returns the node at key, or nil if there is none or it is a stub.
 func (v *View) node(key string) *node {
-	if n := v.tree.get(key); n != nil && !n.stub {
+	if n := v.tree.get(key); n != nil && !n.isStub() {
 		return n
 	}
 	return nil
@@ -135,7 +135,7 @@ func (v *View) Walk(path string, fn func(path string, n NodeInfo) bool) {
 		lo, hi = "\x01", "\x02"
 	}
 	v.tree.nodes.AscendRange(&node{key: lo}, &node{key: hi}, func(n *node) bool {
-		return n.stub || fn(pathOf(n.key), NodeInfo{n})
+		return n.isStub() || fn(pathOf(n.key), NodeInfo{n})
 	})
 }
 
