@@ -125,7 +125,10 @@ func TestCodecRoundTrip(t *testing.T) {
 	}
 }
 
-// TestWriteFuzzSeeds regenerates testdata/fuzz/<target>/ from the seed lists (with -rewrite).
+// TestWriteFuzzSeeds regenerates testdata/fuzz/<target>/seed<i> from the seed lists (with
+// -rewrite), in the current encodings. The files named v<N>-seed<i> hold the same seeds in an
+// earlier version of the encoding (batch version 2, prepare version 4), which the decoders still
+// read; -rewrite leaves them.
 func TestWriteFuzzSeeds(t *testing.T) {
 	if !transcript.Rewriting() {
 		t.Skip("run with -rewrite to regenerate the seed corpus")
