@@ -94,7 +94,11 @@ func (s *Node) startDataShard(id uint64, tag uint8, ownsRoot bool, initial map[u
 	if ownsRoot {
 		scfg.Root = "/"
 	}
-	create := func(uint64, uint64) sm.IOnDiskStateMachine { return replica.NewMachine(scfg) }
+	create := func(uint64, uint64) sm.IOnDiskStateMachine {
+		m := replica.NewMachine(scfg)
+		s.replicas.add(id, m)
+		return m
+	}
 	return s.nh.StartOnDiskReplica(initial, join, create, s.added.raftCfg(id))
 }
 

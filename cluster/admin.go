@@ -143,6 +143,7 @@ func (s *Node) registerGauges() {
 			Help: "Reads of Raft log entries no longer in dragonboat's memory (a leader catching up a follower), served from Corral's in-memory tail (from=memory) or from the log store (from=store) (docs/storage.md, Catch-up)."},
 			func() float64 { return s.logTailReads(false) }),
 	)
+	s.reg.MustRegister(storeCollector{&s.replicas})
 	for _, id := range s.allShards() {
 		s.registerShardGauges(id) // shards added later register theirs when they start
 	}

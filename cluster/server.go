@@ -28,6 +28,7 @@ type Node struct {
 	cfg      Config
 	log      *slog.Logger
 	logTail  atomic.Pointer[tailCache] // the Raft log store's in-memory tail (logcache.go), for metrics
+	replicas replicas                  // data shard replicas, for their store figures (storemetrics.go)
 	nh       *dragonboat.NodeHost
 	router   *router.Router
 	hub      *watchhub.Hub

@@ -2,7 +2,8 @@
 // the shard's Raft group: the dragonboat on-disk state machine (Machine: Open, Update, Lookup,
 // Sync, PrepareSnapshot, SaveSnapshot, RecoverFromSnapshot, Close; NewMachine, CreateFunc), the
 // state's records in pebble, snapshot streams, and read-only access to a stopped replica's store
-// (StoreDBDir, NewStoreReader: tools/inspect).
+// (StoreDBDir, NewStoreReader: tools/inspect), and the store's figures (Machine.StoreStats: syncs,
+// flushes, compactions, size; exported by package cluster on /metrics).
 //
 // # Who calls what
 //

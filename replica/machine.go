@@ -88,6 +88,13 @@ type Machine struct {
 	quotaLog quotaLogLimit // quota messages of apply (quota.go); apply goroutine only
 	// syncAsked is when RequestSync was last called since the last Sync (zero: not asked).
 	syncAsked time.Time
+
+	// The store's figures (storestats.go): syncs and their time, the counters of stores a
+	// recovery replaced (apply goroutine), and the published StoreStats.
+	syncs    int64
+	syncTime time.Duration
+	retired  StoreStats
+	stats    atomic.Pointer[StoreStats]
 }
 
 // syncRequestRetry is how long an Update waits for the Sync it asked for before asking again
@@ -164,6 +171,7 @@ func (m *Machine) Open(stopc <-chan struct{}) (uint64, error) {
 	}
 	s.AttachReplica(m.cfg.Taps, m.cfg.ShardID)
 	m.db, m.gen, m.state, m.applied, m.flushed = db, gen, s, applied, applied
+	m.noteStats()
 	m.publish(nil)
 	m.log.Debug("shard opened", "dir", m.cfg.Dir, "applied", applied, "zxid", s.LastZxid(), "nodes", s.Len())
 	return applied, nil
@@ -291,8 +299,12 @@ func (m *Machine) Sync() error {
 	if err := m.db.Flush(); err != nil {
 		return err
 	}
+	d := time.Since(start)
+	m.syncs++
+	m.syncTime += d
+	m.noteStats()
 	// dragonboat applies nothing on this shard while Sync runs.
-	if d := time.Since(start); d >= slowSync {
+	if d >= slowSync {
 		m.log.Info("slow state sync: the shard applied nothing meanwhile", "took", d.Round(time.Millisecond),
 			"writing", written.Round(time.Millisecond), "nodes", nodes, "applied", m.applied)
 	} else {

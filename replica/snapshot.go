@@ -118,7 +118,9 @@ func (m *Machine) RecoverFromSnapshot(r io.Reader, stopc <-chan struct{}) error 
 	}
 	old, oldDir := m.db, filepath.Join(m.cfg.Dir, dbDirName(m.gen))
 	s.AttachReplica(m.cfg.Taps, m.cfg.ShardID)
+	m.retire(old)
 	m.db, m.gen, m.state, m.applied, m.flushed = db, gen, s, applied, applied
+	m.noteStats()
 	if err := old.Close(); err != nil {
 		m.log.Warn("closing replaced store", "err", err)
 	}
