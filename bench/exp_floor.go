@@ -310,12 +310,12 @@ func runProposers(ctx context.Context, target func(j int) (*dragonboat.NodeHost,
 					break
 				}
 				pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-				retries, err := proposeRetrying(pctx, nh, s, cmd)
+				again, err := proposeRetrying(pctx, nh, s, cmd)
 				cancel()
 				if t0.Before(measureFrom) {
 					continue
 				}
-				myRetries += retries
+				myRetries += again
 				if err != nil {
 					myErrs++
 					if myFirst == nil {

@@ -10,7 +10,8 @@ import (
 )
 
 // replicas are this server's data shard replicas by shard id, for their store figures (the
-// latest replica dragonboat created for each shard).
+// latest replica dragonboat created for each shard; one that stopped, because the shard left
+// this server, keeps its last figures until the server restarts).
 type replicas struct{ m sync.Map }
 
 func (r *replicas) add(id uint64, m *replica.Machine) { r.m.Store(id, m) }
