@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 	"time"
 
 	"github.com/corral/corral/format"
@@ -79,6 +80,10 @@ type writeGroup struct {
 	lingerEnd *time.Timer
 	// prev is the group started before this one, if any (with or without requests between).
 	prev *writeGroup
+	// blocked is, once the group runs, each shard it touches with that shard's count of
+	// blocked batches on this server's view (shard.View.BlockedBatches); the next group
+	// compares (writersWaiting).
+	blocked atomic.Pointer[map[uint64]uint64]
 	// applied is closed once prev's is and the group's writes are applied on this server, or
 	// their replies are queued only after they are (writes proposed to a shard's proposer), or
 	// the group ended otherwise (it failed, the connection closed). A group whose replies were
@@ -212,6 +217,7 @@ func (c *conn) runGroup(g *writeGroup) {
 		return
 	}
 	one, roles := r.PlanMulti(&m) // a subtree may have moved since the writes were read
+	waiting := c.writersWaiting(g, one, roles)
 	if roles == nil && minZxid == 0 && isApplied(g.prev) {
 		// Every write on one shard, every earlier reply queued and every earlier group
 		// applied here: its proposer keeps them in order.
@@ -224,6 +230,14 @@ func (c *conn) runGroup(g *writeGroup) {
 				MinZxid: c.lastZxid.Load(), ViewZxid: viewZxid}
 			c.propose(w.sl, w.h, w.rec, op, one)
 		}
+		return
+	}
+	if waiting {
+		// Writes of other connections waited behind the session's earlier groups on a shard
+		// this group touches: run it without a transaction, so that no transaction of the
+		// session holds those shards prepared while they go in.
+		c.s.o.Metrics.groupsYielded.Inc()
+		c.runInOrder(g)
 		return
 	}
 	if roles == nil {
@@ -291,6 +305,53 @@ func (c *conn) runGroup(g *writeGroup) {
 			c.countReply(res.Results[i].Err)
 		}
 	}
+}
+
+// Yielding to waiting writers (docs/design.md §8, "Groups yield to waiting writers"). While a
+// shard holds one of the session's group transactions prepared, another connection's write to a
+// key the group locked (a create under a parent the group also creates under) is refused as
+// BatchBlocked and proposed again once the transaction resolves. A session that keeps
+// pipelining across shards prepares its next group as soon as the last one is decided, its
+// commits travelling with the next prepares, so the shard is never without one of its
+// transactions and the waiting write never gets in. The shard counts the batches it refused
+// (shard.View.BlockedBatches); when that count grew on a shard since the session's previous
+// group ran, the next group runs without a transaction (runInOrder), so the waiting write finds
+// the shard free when its proposer proposes it again (after its backoff of 1-50 ms).
+
+// writersWaiting records the blocked-batch counts of the shards g touches (one, or the shards
+// of roles) on this server's views, and reports whether any of them changed since the group
+// before g recorded its own.
+func (c *conn) writersWaiting(g *writeGroup, one *router.Shard, roles map[uint64][]shard.TxnRole) bool {
+	r := c.s.o.Router
+	counts := map[uint64]uint64{}
+	note := func(sh *router.Shard) {
+		if sh == nil {
+			return
+		}
+		if v := sh.View(); v != nil {
+			counts[sh.ID] = v.BlockedBatches()
+		}
+	}
+	if roles == nil {
+		note(one)
+	}
+	for id := range roles {
+		note(r.Shard(id))
+	}
+	g.blocked.Store(&counts)
+	if g.prev == nil {
+		return false
+	}
+	before := g.prev.blocked.Load()
+	if before == nil {
+		return false
+	}
+	for id, n := range counts {
+		if was, ok := (*before)[id]; ok && n != was {
+			return true
+		}
+	}
+	return false
 }
 
 // Lingering for the refill. A group right behind a group transaction may start at that

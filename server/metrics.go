@@ -25,6 +25,9 @@ type Metrics struct {
 	groups        prometheus.Counter
 	groupedWrites prometheus.Counter
 	groupsBusy    prometheus.Counter
+	// groupsYielded counts groups that ran one shard at a time because writes were waiting
+	// behind the session's earlier groups (group.go, writersWaiting).
+	groupsYielded prometheus.Counter
 	// groupsRepliedAtDecision counts groups whose replies were queued at their decision.
 	groupsRepliedAtDecision prometheus.Counter
 	// groupCommitsHanded counts groups whose commits travelled with the next group's prepares.
@@ -71,6 +74,8 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "Writes that ran in a group (corral_write_groups_total)."}),
 		groupsBusy: prometheus.NewCounter(prometheus.CounterOpts{Name: "corral_write_groups_busy_total",
 			Help: "Groups whose transaction met another one and whose writes then went one shard at a time."}),
+		groupsYielded: prometheus.NewCounter(prometheus.CounterOpts{Name: "corral_write_groups_yielded_total",
+			Help: "Groups whose writes went one shard at a time, without a transaction, because other writes had waited behind the session's earlier groups."}),
 		groupsRepliedAtDecision: prometheus.NewCounter(prometheus.CounterOpts{Name: "corral_write_groups_replied_at_decision_total",
 			Help: "Groups whose replies were queued once every participant had prepared them, before their commits applied."}),
 		groupCommitsHanded: prometheus.NewCounter(prometheus.CounterOpts{Name: "corral_write_groups_commits_handed_total",
@@ -86,7 +91,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	if reg != nil {
 		reg.MustRegister(m.connections, m.outstanding, m.requests, m.latency, m.errors, m.watchEvents, m.rerouted, m.throttled,
 			m.leaseWaits, m.leaseDrops, m.stuckDrops, m.groups, m.groupedWrites, m.groupsBusy,
-			m.groupsRepliedAtDecision, m.groupCommitsHanded, m.parkedReads)
+			m.groupsYielded, m.groupsRepliedAtDecision, m.groupCommitsHanded, m.parkedReads)
 	}
 	return m
 }

@@ -10,7 +10,8 @@ import (
 // It is a pure function of (state, batch): no clock, no randomness, no dependence on map order.
 //
 // While the shard holds a prepared transaction, a batch that is not a control batch is
-// BatchBlocked and changes nothing at all (not even the proposer table) when one of its ops
+// BatchBlocked and changes nothing (not even the proposer table; only the advisory count of
+// blocked batches, View.BlockedBatches, which decides no outcome) when one of its ops
 // touches a key the transaction locked, is a closeSession, or would get a zxid counter at or
 // above the transaction's reserved floor (blockedByPrepared); and, so that the proposer backs
 // off instead of re-proposing at once, when it is out of order (its predecessor most likely is
@@ -27,10 +28,12 @@ import (
 func (s *State) Apply(b *Batch) (BatchResult, []Event) {
 	held := s.prepared != nil && !b.Control
 	if held && s.blockedByPrepared(b) {
+		s.blocked++
 		return BatchResult{Status: BatchBlocked}, nil
 	}
 	status, p := s.admit(b.Proposer, b.Seq)
 	if held && status == BatchOutOfOrder {
+		s.blocked++
 		return BatchResult{Status: BatchBlocked}, nil // admit changed nothing
 	}
 	var res BatchResult

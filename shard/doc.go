@@ -107,7 +107,8 @@
 //   - One prepared transaction per shard. While it is prepared the shard applies no batch that
 //     touches the transaction's znodes, and no zxid at or above the reserved floor: a
 //     non-control batch is BatchBlocked (checked before the proposer table: nothing applied, no
-//     zxid consumed, Seq not advanced, nothing cached, no proposer or tombstone expiry) when any
+//     zxid consumed, Seq not advanced, nothing cached, no proposer or tombstone expiry; only
+//     the advisory count of blocked batches, View.BlockedBatches, grows) when any
 //     of its ops touches a locked key (create, delete, deleteContainer: node and parent;
 //     setData, setACL, check: the node; a multi: the union over its ops; a body that does not
 //     decode: nothing, it fails with MARSHALLINGERROR), is a closeSession (its nodes are not

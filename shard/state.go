@@ -39,6 +39,11 @@ type State struct {
 	decisions  decisions
 	routes     *routes      // subtrees moved in or out (nil: none)
 	added      []AddedShard // root shard: data shards added online (addshard.go); copy on write
+	// blocked counts the batches this replica applied as BatchBlocked since it was loaded. It
+	// is advisory: not persisted, not in snapshots, and no outcome depends on it; coordinators
+	// read it from views to see that writers wait behind prepared transactions
+	// (View.BlockedBatches).
+	blocked uint64
 
 	// batchQuota is the quota mode of the batch being applied (Batch.Quota); quotaMsgs the
 	// quota messages of the applies since the replica last took them (quota.go).
@@ -83,7 +88,7 @@ func (s *State) Config() StateConfig { return s.cfg }
 // View returns an immutable snapshot of the current state for lock-free reads. It costs three
 // O(1) btree clones; the live tree then copies shared btree nodes on its next writes.
 func (s *State) View(shardID uint64) *View {
-	v := &View{shardID: shardID, zxid: s.lastZxid, tree: s.tree.clone(), routes: s.routes, added: s.added}
+	v := &View{shardID: shardID, zxid: s.lastZxid, tree: s.tree.clone(), routes: s.routes, added: s.added, blocked: s.blocked}
 	if s.prepared != nil {
 		v.prepared = s.prepared.info()
 	}

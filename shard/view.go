@@ -16,7 +16,15 @@ type View struct {
 	prepared *PreparedInfo // nil: no transaction prepared
 	routes   *routes       // shared with the state that published it
 	added    []AddedShard  // shared with the state that published it
+	blocked  uint64        // State.blocked when the view was taken
 }
+
+// BlockedBatches returns how many batches this replica applied as BatchBlocked (writes that
+// waited behind a prepared transaction) since it was loaded. Only its changes mean anything:
+// a coordinator that sees it grow while its session's group transactions keep the shard
+// prepared lets the waiting writes through (server/group.go, docs/design.md §8). It restarts
+// from zero when the replica is loaded again.
+func (v *View) BlockedBatches() uint64 { return v.blocked }
 
 // PreparedInfo describes the cross-shard transaction a shard holds prepared.
 type PreparedInfo struct {
