@@ -17,17 +17,12 @@ import (
 // group's prepares, and each shard holds one of A's groups prepared, with the parent locked,
 // almost all the time. Session B creates one znode under one of those parents, synchronously,
 // three times: each create must be answered within 1.5 s (ZooKeeper answers in milliseconds;
-// the bound leaves room for a loaded test machine), and A must go on writing afterwards. Without the yield (docs/design.md §8,
-// "Groups yield to waiting writers") B's first create took 1.6-2.1 s and the next did not
-// complete within the client's read timeout.
+// the bound leaves room for a loaded test machine), and A must go on writing afterwards.
+// Without the yield (docs/design.md §8, "Groups yield to waiting writers") B's first create
+// took 1.6-2.1 s and the next did not complete within the client's read timeout.
 func TestGroupsYieldToWaitingWriters(t *testing.T) {
 	ids := []uint64{2, 3, 4, 5}
-	byShard := map[uint64][]string{}
-	for i := 0; i < 400; i++ {
-		n := fmt.Sprintf("st%d", i)
-		sh := router.TopLevelShard(n, ids)
-		byShard[sh] = append(byShard[sh], n)
-	}
+	byShard := topLevelNamesByShard("st", ids)
 	a, b := "/"+byShard[ids[1]][0], "/"+byShard[ids[2]][0]
 	cl := startAtSupportedLevel(t, 3, 4)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -76,4 +71,16 @@ func TestGroupsYieldToWaitingWriters(t *testing.T) {
 	if after := done.Load(); after-before < 20 {
 		t.Fatalf("A completed %d creates in the 2 s after B's", after-before)
 	}
+}
+
+// topLevelNamesByShard returns names prefix0 ... prefix399 grouped by the data shard (of ids)
+// that hash placement puts each top-level name on.
+func topLevelNamesByShard(prefix string, ids []uint64) map[uint64][]string {
+	byShard := map[uint64][]string{}
+	for i := 0; i < 400; i++ {
+		n := fmt.Sprintf("%s%d", prefix, i)
+		sh := router.TopLevelShard(n, ids)
+		byShard[sh] = append(byShard[sh], n)
+	}
+	return byShard
 }

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/corral/corral/client"
-	"github.com/corral/corral/router"
 	"github.com/corral/corral/wire"
 )
 
@@ -23,12 +22,7 @@ import (
 // until their connections were lost (CONNECTIONLOSS), and no move completed.
 func TestMovesDuringConcurrentGroups(t *testing.T) {
 	ids := []uint64{2, 3, 4, 5}
-	byShard := map[uint64][]string{}
-	for i := 0; i < 400; i++ {
-		n := fmt.Sprintf("mg%d", i)
-		sh := router.TopLevelShard(n, ids)
-		byShard[sh] = append(byShard[sh], n)
-	}
+	byShard := topLevelNamesByShard("mg", ids)
 	from := ids[1]
 	moving, staying := "/"+byShard[from][0], "/"+byShard[from][1]
 	subtrees := []string{moving, "/" + byShard[ids[2]][0], staying, "/" + byShard[ids[3]][0]}
