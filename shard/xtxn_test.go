@@ -68,7 +68,8 @@ func TestTxnBlocking(t *testing.T) {
 	}
 	before := s.AppendCanonical(nil)
 	s.dirty.reset()
-	for _, b := range []*Batch{
+	blockedBefore := s.View(0).BlockedBatches()
+	blocked := []*Batch{
 		batch(1, 2, 1000, opCreate("/b", nil, 0)),                    // next seq, locked parent
 		batch(1, 1, 1000, opCreate("/a", nil, 0)),                    // duplicate, locked parent
 		batch(1, 7, 1000),                                            // gap
@@ -76,7 +77,8 @@ func TestTxnBlocking(t *testing.T) {
 		batch(1, 2, 1000+2*tombstoneTTL, opSet("/a", nil, -1)),       // past the floor; would expire tombstone 3 and proposer 2
 		batch(1, 2, 1000, Op{Code: wire.OpCloseSession, Session: 4}), // closeSession
 		batch(1, 2, 1000, Op{Code: wire.OpSetData, MinZxid: floor<<8 | 2, Body: opSet("/a", nil, -1).Body}), // MinZxid at the floor
-	} {
+	}
+	for _, b := range blocked {
 		res, evs := s.Apply(b)
 		if res.Status != BatchBlocked || res.Results != nil || evs != nil {
 			t.Fatalf("batch %+v while prepared: %+v", b, res)
@@ -84,6 +86,10 @@ func TestTxnBlocking(t *testing.T) {
 	}
 	if !bytes.Equal(s.AppendCanonical(nil), before) || !s.dirty.empty() {
 		t.Fatal("a blocked batch changed the state")
+	}
+	// Only the advisory count of blocked batches grew, once per blocked batch.
+	if got := s.View(0).BlockedBatches() - blockedBefore; got != uint64(len(blocked)) {
+		t.Fatalf("BlockedBatches grew by %d for %d blocked batches", got, len(blocked))
 	}
 	// a control batch is applied: a busy prepare, an abort of another txn
 	if rep, _, _ := txnReply(t, s, ctl(2, 1000, prepareOp(topCreate(6, RoleParent, "/y")))); rep.Outcome != TxnBusy {
