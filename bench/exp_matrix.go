@@ -369,6 +369,10 @@ func (m *matrixRun) syncWrites(ctx context.Context, r *MatrixRow, clients int) e
 	defer closeZK(conns)
 	data := payload(m.e.cfg.DataSize)
 	groups := m.e.cfg.Groups
+	var role string
+	if clients == 1 {
+		role = m.server1Role(ctx)
+	}
 	res, err := runZKWindow(ctx, m.e.prog, r.Target+" sync setData", clients, m.e.cfg.Warmup, m.e.cfg.Duration,
 		func(w int) (int, error) {
 			_, err := conns[w].Set(nodePath(groups, w), data, -1)
@@ -381,7 +385,7 @@ func (m *matrixRun) syncWrites(ctx context.Context, r *MatrixRow, clients int) e
 	if clients == 1 {
 		l := res.Latency["write"]
 		r.Value, r.P99Ms = l.P50Ms, l.P99Ms
-		r.Note = joinNotes(m.server1Role(ctx), m.placementNote([]string{groupDir(groups, 0)}))
+		r.Note = joinNotes(m.server1Roles(ctx, role), m.placementNote([]string{groupDir(groups, 0)}))
 	} else {
 		r.Value = res.OpsPerSec
 	}
@@ -474,6 +478,7 @@ func (m *matrixRun) oneSessionCreates(ctx context.Context, r *MatrixRow, parents
 	}
 	var next atomic.Int64
 	data := payload(m.e.cfg.DataSize)
+	role := m.server1Role(ctx)
 	res, err := runZKWindow(ctx, m.e.prog, r.Target+" creates, 1 session", m.e.cfg.SessionInflight, m.e.cfg.Warmup, m.e.cfg.Duration,
 		func(int) (int, error) {
 			i := next.Add(1) - 1
@@ -486,7 +491,7 @@ func (m *matrixRun) oneSessionCreates(ctx context.Context, r *MatrixRow, parents
 	}
 	r.fill(res)
 	r.Value = res.OpsPerSec
-	r.Note = joinNotes(m.server1Role(ctx), m.placementNote(parents))
+	r.Note = joinNotes(m.server1Roles(ctx, role), m.placementNote(parents))
 	m.e.prog.Stage("%s x%d row %d: deleting %d znodes", r.Target, m.servers, r.Row, next.Load())
 	hctx, cancel := context.WithTimeout(ctx, housekeepingMax)
 	defer cancel()
@@ -537,6 +542,17 @@ func (m *matrixRun) server1Role(ctx context.Context) string {
 		return "server 1 is a " + mode
 	}
 	return ""
+}
+
+// server1Roles is server1Role at the end of a row, with what it was at the start (start) when
+// that differs: in Corral, a server that writes nearly all of a shard takes its leadership over
+// (docs/design.md §15, "Leaders follow the writes").
+func (m *matrixRun) server1Roles(ctx context.Context, start string) string {
+	end := m.server1Role(ctx)
+	if start == "" || start == end {
+		return end
+	}
+	return fmt.Sprintf("at the start of the row %s; at its end %s", start, end)
 }
 
 // joinNotes joins the non-empty notes with "; ".
@@ -607,6 +623,7 @@ func (m *matrixRun) bulkLoad(ctx context.Context, r *MatrixRow) error {
 			return fmt.Errorf("warm-up: %w", err)
 		}
 	}
+	role := m.server1Role(ctx)
 	before, rssErr := m.rss()
 	res, err := runZKCount(ctx, m.e.prog, r.Target+" bulk load", m.e.cfg.SessionInflight, m.e.cfg.ZNodes, countLimit,
 		func(_ context.Context, _, i int) (int, error) {
@@ -619,7 +636,7 @@ func (m *matrixRun) bulkLoad(ctx context.Context, r *MatrixRow) error {
 	// A load that gave up still leaves its znodes: row 11 is measured over those.
 	r.fill(res)
 	r.Value = res.WindowSec
-	r.Note = joinNotes(m.server1Role(ctx), m.placementNote(parents))
+	r.Note = joinNotes(m.server1Roles(ctx, role), m.placementNote(parents))
 	m.bulkOps = res.Ops
 	if rssErr == nil && !sleepUntil(ctx, time.Now().Add(rssSettle)) {
 		var after []int64

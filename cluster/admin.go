@@ -143,6 +143,11 @@ func (s *Node) registerGauges() {
 			Help: "Reads of Raft log entries no longer in dragonboat's memory (a leader catching up a follower), served from Corral's in-memory tail (from=memory) or from the log store (from=store) (docs/storage.md, Catch-up)."},
 			func() float64 { return s.logTailReads(false) }),
 	)
+	for i, outcome := range []string{"moved", "not_moved", "not_drained"} {
+		s.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "corral_leadership_pulls_total", ConstLabels: prometheus.Labels{"outcome": outcome},
+			Help: "Shard leaderships this server asked for because it proposed nearly all of the shard's writes (docs/design.md §15, \"Leaders follow the writes\"): moved, not moved within the transfer wait, or not asked because its batches in flight did not drain."},
+			func() float64 { return float64(s.followPulls[i].Load()) }))
+	}
 	s.reg.MustRegister(storeCollector{&s.replicas})
 	for _, id := range s.allShards() {
 		s.registerShardGauges(id) // shards added later register theirs when they start

@@ -120,9 +120,11 @@ func (s *Node) balanceOnce() {
 	b.imbalanced = 0
 	// Give away the highest-numbered quiet shard the target is a voter of (the meta shard moves
 	// last); after balanceBusyRounds rounds in which none was quiet, the highest-numbered one.
+	// A shard this server writes nearly all of stays (follow.go: its leadership followed the
+	// writes here, and would follow them back).
 	shardID, first := uint64(0), uint64(0)
 	for i := len(mine) - 1; i >= 0 && shardID == 0; i-- {
-		if _, ok := voters[mine[i]][target]; ok {
+		if _, ok := voters[mine[i]][target]; ok && !s.isWriter(mine[i]) {
 			if first == 0 {
 				first = mine[i]
 			}

@@ -109,6 +109,10 @@ type Config struct {
 	// CheckQuorum makes a Raft leader step down when it has not heard from a quorum for an
 	// election timeout (corral.checkQuorum; default true, docs/design.md §15).
 	CheckQuorum bool
+	// LeadersFollowWrites lets a server that proposes nearly all of a data shard's writes take
+	// over the shard's leadership (corral.leadersFollowWrites; default true, follow.go,
+	// docs/design.md §15).
+	LeadersFollowWrites bool
 	// Audit turns the audit log on (audit.enable; docs/operations.md, "Audit log"); AuditFile is
 	// its file (corral.audit.file; AuditPath gives the default); auditSet: audit.enable was given
 	// (it wins over SERVER_JVMFLAGS).
@@ -150,27 +154,28 @@ var DefaultFourLetterWords = map[string]bool{"srvr": true}
 // DefaultConfig returns the defaults ZooKeeper uses where a key is absent.
 func DefaultConfig() Config {
 	return Config{
-		TickTime:          2000 * time.Millisecond,
-		InitLimit:         10,
-		SyncLimit:         5,
-		ClientPort:        2181,
-		MaxClientCnxns:    60,
-		FourLetterWords:   DefaultFourLetterWords,
-		MaxBuffer:         0xfffff,
-		Shards:            4,
-		Placement:         router.PlaceHash,
-		RTT:               25 * time.Millisecond,
-		ElectionTimeout:   200 * time.Millisecond,
-		HeartbeatInterval: 50 * time.Millisecond,
-		ContainerCheck:    60 * time.Second,
-		SnapshotEntries:   20000,
-		SyncDirtyZnodes:   8192,
-		RaftQueueBytes:    64 << 20,
-		RaftMessageBytes:  1 << 20,
-		RaftTailBytes:     tailBudget,
-		CheckQuorum:       true,
-		TLS:               tlsconf.Defaults(),
-		QuorumTLS:         tlsconf.QuorumDefaults(),
+		TickTime:            2000 * time.Millisecond,
+		InitLimit:           10,
+		SyncLimit:           5,
+		ClientPort:          2181,
+		MaxClientCnxns:      60,
+		FourLetterWords:     DefaultFourLetterWords,
+		MaxBuffer:           0xfffff,
+		Shards:              4,
+		Placement:           router.PlaceHash,
+		RTT:                 25 * time.Millisecond,
+		ElectionTimeout:     200 * time.Millisecond,
+		HeartbeatInterval:   50 * time.Millisecond,
+		ContainerCheck:      60 * time.Second,
+		SnapshotEntries:     20000,
+		SyncDirtyZnodes:     8192,
+		RaftQueueBytes:      64 << 20,
+		RaftMessageBytes:    1 << 20,
+		RaftTailBytes:       tailBudget,
+		CheckQuorum:         true,
+		LeadersFollowWrites: true,
+		TLS:                 tlsconf.Defaults(),
+		QuorumTLS:           tlsconf.QuorumDefaults(),
 	}
 }
 
@@ -418,6 +423,8 @@ func (c *Config) set(k, v string, minST, maxST *time.Duration) error {
 		c.HeartbeatInterval, err = ms()
 	case k == "corral.checkQuorum":
 		c.CheckQuorum, err = strconv.ParseBool(v)
+	case k == "corral.leadersFollowWrites":
+		c.LeadersFollowWrites, err = strconv.ParseBool(v)
 	case k == "corral.ssl.reloadIntervalMs" || k == "corral.ssl.handshakeTimeoutMs":
 		// Timing of both the secure client port's TLS and the quorum's.
 		if _, err = c.TLS.Set(k, v); err == nil {

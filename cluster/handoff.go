@@ -19,6 +19,7 @@ const handOffTimeout = 3 * time.Second
 // what a rolling restart costs the clients. The server keeps serving meanwhile: its
 // proposals go to the new leaders. It returns the number of shards it moved.
 func (s *Node) HandOffLeadership(ctx context.Context) int {
+	s.handingOff.Store(true) // no leadership pulls from now on (follow.go)
 	ctx, cancel := context.WithTimeout(ctx, handOffTimeout)
 	defer cancel()
 	voters := s.shardVoters()

@@ -53,10 +53,14 @@ type Node struct {
 	// metaConfirmed is when (unix ns) a catch-up round on the meta shard last began that then
 	// completed: this server heard the session table's quorum then (quorumLost).
 	metaConfirmed atomic.Int64
-	balance       balanceState // owned by balanceOnce (one goroutine, see every)
-	members       memberState  // membership.go
-	added         addedState   // addshard.go
-	syncReqs      syncRequests // syncdirty.go
+	balance       balanceState     // owned by balanceOnce (one goroutine, see every)
+	follow        followState      // owned by followOnce, on balanceOnce's goroutine
+	followPulls   [3]atomic.Uint64 // leadership pulls by outcome (follow.go)
+	// handingOff is set once HandOffLeadership began: the server is stopping and pulls nothing.
+	handingOff atomic.Bool
+	members    memberState  // membership.go
+	added      addedState   // addshard.go
+	syncReqs   syncRequests // syncdirty.go
 	// closeOps counts the data-shard closeSession ops this server proposed (closeOnShards): one
 	// per shard per round.
 	closeOps atomic.Uint64
@@ -102,7 +106,7 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (*Node, error) {
 	go s.every(membershipInterval, s.formatLevelOnce)
 	go s.every(txnRecoveryEvery, s.recoverTxnsOnce)
 	go s.every(s.cfg.ContainerCheck, s.expireContainersOnce)
-	go s.every(balanceInterval, s.balanceOnce)
+	go s.every(followInterval, s.balanceAndFollow)
 	s.ready.Store(true)
 	s.log.Info("serving clients", "client", s.ln.Addr().String(), "shards", cfg.Shards, "peers", len(cfg.AllPeers()))
 	return s, nil

@@ -16,6 +16,14 @@ type replicas struct{ m sync.Map }
 
 func (r *replicas) add(id uint64, m *replica.Machine) { r.m.Store(id, m) }
 
+// get returns the shard's replica, or nil.
+func (r *replicas) get(id uint64) *replica.Machine {
+	if v, ok := r.m.Load(id); ok {
+		return v.(*replica.Machine)
+	}
+	return nil
+}
+
 // storeCollector exports every data shard replica's store figures (replica.StoreStats) on
 // /metrics, labelled by shard: what the state syncs cost and what pebble writes for them.
 type storeCollector struct{ r *replicas }

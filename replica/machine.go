@@ -95,7 +95,14 @@ type Machine struct {
 	syncTime time.Duration
 	retired  StoreStats
 	stats    atomic.Pointer[StoreStats]
+
+	// entries counts the log entries Update applied since the replica was created.
+	entries atomic.Uint64
 }
+
+// Entries returns how many log entries this replica applied since it was created (a snapshot
+// recovery adds none): the shard's write rate as seen here. Safe from any goroutine.
+func (m *Machine) Entries() uint64 { return m.entries.Load() }
 
 // syncRequestRetry is how long an Update waits for the Sync it asked for before asking again
 // (a request dragonboat refused, or one that came while a snapshot was being taken).
@@ -229,6 +236,7 @@ func (m *Machine) Update(ents []sm.Entry) ([]sm.Entry, error) {
 	// PrepareSnapshot or Close writes the current version of every changed node once (a node
 	// set a thousand times between two syncs is written once). Until then the Raft log holds
 	// them, and dragonboat compacts it only below the index of the last successful Sync.
+	m.entries.Add(uint64(len(ents)))
 	m.cfg.hooks.afterApply(ops)
 	m.publish(events)
 	m.askSync()

@@ -121,12 +121,17 @@ type Proposer struct {
 		epoch     context.Context
 		cancel    context.CancelFunc
 		repropose bool // LeaderChanged asked the loop to propose the in-flight batches again
+		// held counts Hold calls not yet released: while it is positive no batch is cut.
+		held int
+		// drained, while a Hold waits for the batches in flight, is closed when none is left.
+		drained chan struct{}
 	}
-	wake chan struct{}
-	obs  proposerObservers
-	ctx  context.Context
-	stop context.CancelFunc
-	wg   sync.WaitGroup
+	proposed atomic.Uint64 // batches cut (each counted once, however often it is proposed)
+	wake     chan struct{}
+	obs      proposerObservers
+	ctx      context.Context
+	stop     context.CancelFunc
+	wg       sync.WaitGroup
 }
 
 // NewProposer starts a proposer for shardID. Stop it with Stop.
@@ -229,6 +234,51 @@ func (p *Proposer) LeaderChanged() {
 	select {
 	case p.wake <- struct{}{}:
 	default:
+	}
+}
+
+// Proposed returns how many batches the proposer has cut since it started: what this server
+// added to the shard's log, each batch counted once however often it was proposed.
+func (p *Proposer) Proposed() uint64 { return p.proposed.Load() }
+
+// Hold stops the proposer from cutting batches (requests queue up meanwhile) and waits until
+// no batch of it is in flight: every batch proposed before is settled, which for a batch that
+// applied means this server's replica applied it. It returns a release function, which must be
+// called exactly once and lets the queued requests go, and whether the proposer drained before
+// ctx ended (when not, the proposer is still held until release). Holds nest.
+func (p *Proposer) Hold(ctx context.Context) (release func(), drained bool) {
+	p.mu.Lock()
+	p.mu.held++
+	var wait chan struct{}
+	if len(p.mu.inFlight) > 0 {
+		if p.mu.drained == nil {
+			p.mu.drained = make(chan struct{})
+		}
+		wait = p.mu.drained
+	}
+	p.mu.Unlock()
+	var once sync.Once
+	release = func() {
+		once.Do(func() {
+			p.mu.Lock()
+			p.mu.held--
+			p.mu.Unlock()
+			select {
+			case p.wake <- struct{}{}:
+			default:
+			}
+		})
+	}
+	if wait == nil {
+		return release, true
+	}
+	select {
+	case <-wait:
+		return release, true
+	case <-ctx.Done():
+		return release, false
+	case <-p.ctx.Done():
+		return release, false
 	}
 }
 
@@ -362,7 +412,7 @@ func (p *Proposer) loop() {
 func (p *Proposer) next() *inflight {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.mu.stopped || len(p.mu.queue) == 0 || len(p.mu.inFlight) >= p.opts.MaxInFlight {
+	if p.mu.stopped || p.mu.held > 0 || len(p.mu.queue) == 0 || len(p.mu.inFlight) >= p.opts.MaxInFlight {
 		return nil
 	}
 	now := p.opts.Now()
@@ -407,6 +457,7 @@ func (p *Proposer) next() *inflight {
 			r.taps = nil
 		}
 	}
+	p.proposed.Add(1)
 	p.obs.batchOps.Observe(float64(n))
 	p.obs.queue.Set(float64(len(p.mu.queue)))
 	f := &inflight{id: p.mu.id, seq: p.mu.seq, start: now, cmd: b.AppendTo(make([]byte, 0, size+64)), reqs: reqs}
@@ -426,6 +477,10 @@ func (p *Proposer) run(b *inflight) {
 			p.mu.inFlight = append(p.mu.inFlight[:i], p.mu.inFlight[i+1:]...)
 			break
 		}
+	}
+	if len(p.mu.inFlight) == 0 && p.mu.drained != nil {
+		close(p.mu.drained)
+		p.mu.drained = nil
 	}
 	for _, r := range b.reqs {
 		r.settled = true

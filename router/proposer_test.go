@@ -168,3 +168,81 @@ func TestLastZxidIgnoresUnmountedShards(t *testing.T) {
 		t.Fatal("test setup: the unmounted shard should be ahead")
 	}
 }
+
+// TestProposerHold: a hold cuts no batch, waits for the batches in flight to settle, and lets
+// the queued requests go on release; a hold whose context ends first reports it did not drain.
+func TestProposerHold(t *testing.T) {
+	st := shard.NewState(shard.StateConfig{Tag: 1, OwnsRoot: true})
+	gate := make(chan struct{})
+	var mu sync.Mutex
+	var proposals int
+	propose := func(ctx context.Context, cmd []byte) ([]byte, error) {
+		mu.Lock()
+		proposals++
+		mu.Unlock()
+		<-gate
+		b, err := shard.DecodeBatch(cmd)
+		if err != nil {
+			return nil, err
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		res, _ := st.Apply(&b)
+		return res.AppendTo(nil), nil
+	}
+	count := func() int { mu.Lock(); defer mu.Unlock(); return proposals }
+	p := NewProposer(2, SyncPropose(propose), ProposerOptions{})
+	defer p.Stop()
+	done := make(chan error, 2)
+	submit := func(path string) {
+		p.Submit(&Request{Op: createOp(path), Done: func(_ shard.OpResult, err error) { done <- err }})
+	}
+	submit("/a")
+	for count() < 1 {
+		time.Sleep(time.Millisecond)
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	release, drained := p.Hold(ctx)
+	cancel()
+	if drained {
+		t.Fatal("Hold drained while a batch was still in flight")
+	}
+	release()
+
+	type held struct {
+		release func()
+		drained bool
+	}
+	hc := make(chan held, 1)
+	go func() {
+		r, d := p.Hold(context.Background())
+		hc <- held{r, d}
+	}()
+	time.Sleep(10 * time.Millisecond)
+	submit("/b") // queued behind the hold
+	select {
+	case <-hc:
+		t.Fatal("Hold returned while a batch was in flight")
+	case <-time.After(20 * time.Millisecond):
+	}
+	close(gate)
+	h := <-hc
+	if !h.drained {
+		t.Fatal("Hold did not drain after the batch in flight settled")
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("first request: %v", err)
+	}
+	time.Sleep(20 * time.Millisecond)
+	if n := count(); n != 1 || p.Proposed() != 1 {
+		t.Fatalf("while held: %d proposals, Proposed %d; want 1 and 1", n, p.Proposed())
+	}
+	h.release()
+	if err := <-done; err != nil {
+		t.Fatalf("request queued during the hold: %v", err)
+	}
+	if n := count(); n != 2 || p.Proposed() != 2 {
+		t.Fatalf("after release: %d proposals, Proposed %d; want 2 and 2", n, p.Proposed())
+	}
+}

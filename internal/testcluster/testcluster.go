@@ -283,6 +283,9 @@ type discard struct{}
 
 func (discard) Write(p []byte) (int, error) { return len(p), nil }
 
+// ID returns the server id (zoo.cfg's myid) of the server of index i.
+func (c *Cluster) ID(i int) uint64 { return c.cfgs[i].MyID }
+
 // Leader returns the index (0-based) of the running server that leads shardID, or -1.
 func (c *Cluster) Leader(shardID uint64) int {
 	for i := range c.cfgs {

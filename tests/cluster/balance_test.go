@@ -93,16 +93,21 @@ func TestBalancerWaitsForAQuietShard(t *testing.T) {
 
 // concentrateLeaders asks every leader of ids to hand its leadership to server 1 (index 0) and
 // waits up to 5 s for all of them to get there; it returns how many server 1 leads then.
-func concentrateLeaders(cl *testcluster.Cluster, ids []uint64) int {
+func concentrateLeaders(cl *testcluster.Cluster, ids []uint64) int { return leadersTo(cl, ids, 0) }
+
+// leadersTo asks every leader of ids to hand its leadership to the server of index i and waits
+// up to 5 s for all of them to get there; it returns how many that server leads then.
+func leadersTo(cl *testcluster.Cluster, ids []uint64, i int) int {
+	to := cl.ID(i)
 	for _, id := range ids {
-		if l := cl.Leader(id); l > 0 {
-			cl.Server(l).NodeHost().RequestLeaderTransfer(id, 1)
+		if l := cl.Leader(id); l >= 0 && l != i {
+			cl.Server(l).NodeHost().RequestLeaderTransfer(id, to)
 		}
 	}
-	for end := time.Now().Add(5 * time.Second); ledBy(cl, ids, 0) < len(ids) && time.Now().Before(end); {
+	for end := time.Now().Add(5 * time.Second); ledBy(cl, ids, i) < len(ids) && time.Now().Before(end); {
 		time.Sleep(20 * time.Millisecond)
 	}
-	return ledBy(cl, ids, 0)
+	return ledBy(cl, ids, i)
 }
 
 // ledBy returns how many of ids server i (an index) leads.
