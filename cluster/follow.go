@@ -17,8 +17,9 @@ import (
 // the short round.
 //
 // The rule, checked every followInterval for each data shard of which this server is a voter:
-// if this server proposed at least followMinEntries batches in the last interval and at least
-// followShare of the entries its replica applied, it is the shard's writer; a server that was
+// if this server proposed at least followMinEntries batches in the last interval, its replica
+// applied at least as many entries, and this server's batches were at least followShare of
+// them, it is the shard's writer; a server that was
 // the writer in two intervals in a row and does not lead the shard pulls the leadership
 // (pullLeadership); a server that began handing its leaderships over before it stops
 // (HandOffLeadership) pulls nothing. The spread balancer (balance.go)
@@ -88,7 +89,9 @@ func (s *Node) followOnce() {
 			continue // first sample, or the replica was replaced
 		}
 		applied, proposed := cur.applied-prev.applied, cur.proposed-prev.proposed
-		if proposed < followMinEntries || float64(proposed) < followShare*float64(applied) {
+		// applied too: batches proposed but not applied here (a replica cut off from its
+		// quorum) make no writer.
+		if proposed < followMinEntries || applied < followMinEntries || float64(proposed) < followShare*float64(applied) {
 			continue
 		}
 		writer[sh.ID] = true
