@@ -85,7 +85,10 @@ func Start(t testing.TB, opts Options) *Cluster {
 func (c *Cluster) startAll() error {
 	opts := c.opts
 	n := opts.Servers + opts.Observers
-	ports := FreePorts(c.t, 2*n)
+	// Client, Raft and admin ports in one reservation, so no two of them coincide: an admin port
+	// reserved on its own once landed on another server's Raft port (tests/cluster
+	// TestOnlineMove: its POST /move got EOF).
+	ports := FreePorts(c.t, 3*n)
 	var peers strings.Builder
 	for i := 1; i <= n; i++ {
 		role := ""
@@ -100,7 +103,7 @@ func (c *Cluster) startAll() error {
 		if i > opts.Servers {
 			extra = append(extra, "peerType=observer")
 		}
-		c.cfgs = append(c.cfgs, c.writeConfig(i, ports[i-1], c.peers, extra))
+		c.cfgs = append(c.cfgs, c.writeConfig(i, ports[i-1], ports[2*n+i-1], c.peers, extra))
 	}
 	c.servers = make([]*cluster.Node, n)
 	var wg sync.WaitGroup
@@ -123,7 +126,7 @@ func (c *Cluster) startAll() error {
 
 // writeConfig writes server id's myid and zoo.cfg (peers are its server.N lines, extra more
 // lines) and loads it.
-func (c *Cluster) writeConfig(id, clientPort int, peers string, extra []string) cluster.Config {
+func (c *Cluster) writeConfig(id, clientPort, adminPort int, peers string, extra []string) cluster.Config {
 	c.t.Helper()
 	opts := c.opts
 	sdir := filepath.Join(c.dir, fmt.Sprintf("server%d", id))
@@ -131,7 +134,7 @@ func (c *Cluster) writeConfig(id, clientPort int, peers string, extra []string) 
 		c.t.Fatal(err)
 	}
 	if opts.Admin {
-		extra = append(extra, "admin.serverAddress=127.0.0.1", fmt.Sprintf("admin.serverPort=%d", FreePorts(c.t, 1)[0]))
+		extra = append(extra, "admin.serverAddress=127.0.0.1", fmt.Sprintf("admin.serverPort=%d", adminPort))
 	}
 	if opts.Servers == 1 && opts.Observers == 0 && id == 1 {
 		peers = ""
@@ -160,7 +163,7 @@ func (c *Cluster) writeConfig(id, clientPort int, peers string, extra []string) 
 // index+1.
 func (c *Cluster) NewServer(observer bool) int {
 	c.t.Helper()
-	ports := FreePorts(c.t, 2)
+	ports := FreePorts(c.t, 3)
 	c.mu.Lock()
 	id := len(c.cfgs) + 1
 	c.mu.Unlock()
@@ -170,7 +173,7 @@ func (c *Cluster) NewServer(observer bool) int {
 		line += ":observer"
 		extra = []string{"peerType=observer"}
 	}
-	cfg := c.writeConfig(id, ports[0], c.peers+line+"\n", extra)
+	cfg := c.writeConfig(id, ports[0], ports[2], c.peers+line+"\n", extra)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.cfgs = append(c.cfgs, cfg)
