@@ -6,7 +6,8 @@
 //
 // Files by concern: config.go (zoo.cfg), server.go (Node, Start, Close), raft.go (NodeHost,
 // replicas, proposals, catch-up rounds, leader listener), clientport.go, admin.go (admin HTTP and
-// gauges), membership.go, addshard.go, balance.go, move.go, backup.go and restore.go, tls.go,
+// gauges), membership.go, addshard.go, balance.go (spreading leaderships), follow.go
+// (leaderships following the writes, docs/design.md §15), move.go, backup.go and restore.go, tls.go,
 // serverlog.go, logdb.go, logfile.go and logcache.go (the Raft log store: one log per server,
 // group commit), syncdirty.go (early state syncs of data replicas), loops.go (background
 // loops).
@@ -24,7 +25,8 @@
 // Start blocks until every shard it knows of — added ones included — has a leader, a published
 // view and has caught up, so a server that accepts clients can serve them. Goroutines: the
 // background loops (Node.every: replica freshness, membership, format level, transaction
-// recovery, container expiry, leader balancing), the shard starter, the sync requester, the
+// recovery, container expiry, leader balancing and following; a pull runs a goroutine per shard
+// and waits for them), the shard starter, the sync requester, the
 // client port and the admin server; each runs until the server's context ends and is in its wait group. Close stops the client port first, then the
 // proposers and loops, then the NodeHost, and waits for every goroutine it started.
 package cluster

@@ -12,7 +12,10 @@
 // from a view of the shard serving its path that reflects everything the session has seen, read
 // again where the subtree lives if it moved; closer.go: the shared ReadIndex rounds those
 // catch-ups wait on). It plans where a write goes (plan.go: one shard's proposer or a cross-shard
-// transaction) and proposes again a write a subtree move sent back (reroute.go).
+// transaction) and proposes again a write a subtree move sent back (reroute.go). A Proposer can be
+// held (Proposer.Hold: no batch is cut until released, and the hold waits for its batches in
+// flight to settle), which the server does before it takes a shard's leadership over
+// (cluster/follow.go); holding only delays batches, so no ordering rule changes.
 //
 // Invariants:
 //
