@@ -105,7 +105,7 @@ func (s *Node) cutOffShards() []uint64 {
 	}
 	bound := s.maxReadAge()
 	for _, sh := range s.router.Shards() {
-		if bound > 0 && sh.Age() > bound && s.leaderless(sh.ID) {
+		if bound > 0 && sh.QuorumAgeAt(time.Now()) > bound && s.leaderless(sh.ID) {
 			out = append(out, sh.ID)
 		}
 	}

@@ -407,6 +407,11 @@ func (s *Node) waitReady(ctx context.Context) error {
 						return
 					}
 					caughtUp[id] = true
+					if sh := s.router.Shard(id); sh != nil {
+						// Until the first round of refreshReplicasOnce, this is what shows the
+						// replica reached its quorum (server/stuck.go's cut-off rule).
+						sh.NoteReachedQuorum(t0)
+					}
 					if d := time.Since(t0); d > time.Second {
 						s.log.Info("caught up with a shard before serving", "shard", id, "took", d.Round(time.Millisecond).String())
 					}

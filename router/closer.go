@@ -20,7 +20,10 @@ type closer struct {
 	// fresh is when (monotonic nanoseconds, monoNow) the last successful round started: the
 	// local replica then held everything the shard committed before that moment.
 	fresh atomic.Int64
-	mu    sync.Mutex
+	// reached is when (monoNow) a catch-up outside these rounds last proved that the replica
+	// reached its shard's quorum (NoteReachedQuorum: the server's catch-up before it serves).
+	reached atomic.Int64
+	mu      sync.Mutex
 	// closed: every write of the shard committed before this server had observed zxid
 	// `closed` is applied locally (set from the server-wide maximum when a round started).
 	closed  int64
@@ -51,6 +54,33 @@ func (sh *Shard) AgeAt(now time.Time) time.Duration {
 		return time.Duration(1<<62 - 1)
 	}
 	return time.Duration(int64(now.Sub(monoBase)) - f)
+}
+
+// NoteReachedQuorum records that a catch-up (a ReadIndex) started at `at` completed outside the
+// rounds of EnsureFresh and EnsureClosed: the server's catch-up before it serves clients. It
+// proves the replica reached its shard's quorum then (QuorumAgeAt), not that it is fresh for
+// reads (a round also waits for a prepared transaction to resolve; Age is unchanged).
+func (sh *Shard) NoteReachedQuorum(at time.Time) {
+	t := int64(at.Sub(monoBase))
+	for {
+		cur := sh.closer.reached.Load()
+		if t <= cur || sh.closer.reached.CompareAndSwap(cur, t) {
+			return
+		}
+	}
+}
+
+// QuorumAgeAt returns how long ago, as of now, the local replica of sh last proved that it
+// reached its shard's quorum: a catch-up round (Age) or the catch-up NoteReachedQuorum noted.
+// The rule for a replica cut off from its quorum (server/stuck.go) reads this, not Age: a
+// server that caught up before serving has not been cut off for the bound just because no
+// round ran since.
+func (sh *Shard) QuorumAgeAt(now time.Time) time.Duration {
+	age := sh.AgeAt(now)
+	if r := sh.closer.reached.Load(); r != 0 {
+		age = min(age, time.Duration(int64(now.Sub(monoBase))-r))
+	}
+	return age
 }
 
 // EnsureFresh returns once the local replica of sh is known to hold everything the shard

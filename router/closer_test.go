@@ -70,3 +70,30 @@ func TestEnsureFreshRejectsSlowRound(t *testing.T) {
 		t.Fatalf("rounds %d (want 2), age %v", rounds.Load(), sh.Age())
 	}
 }
+
+// TestQuorumAge: a catch-up noted outside the rounds (the server's before it serves) counts for
+// the cut-off rule's QuorumAgeAt but not for freshness (Age); a later round counts for both.
+func TestQuorumAge(t *testing.T) {
+	r := New([]uint64{2}, []uint8{1}, PlaceSingle, nil)
+	sh := r.Shard(2)
+	r.SetSync(func(context.Context, uint64) error { return nil })
+	base := time.Now()
+	now := base.Add(3 * time.Second)
+	if age := sh.QuorumAgeAt(now); age < time.Hour {
+		t.Fatalf("a replica never confirmed has quorum age %v", age)
+	}
+	sh.NoteReachedQuorum(base.Add(time.Second))
+	sh.NoteReachedQuorum(base) // older: ignored
+	if age := sh.QuorumAgeAt(now); age < 2*time.Second || age > 2*time.Second+time.Millisecond {
+		t.Fatalf("quorum age %v after a catch-up 2 s ago", age)
+	}
+	if age := sh.AgeAt(now); age < time.Hour {
+		t.Fatalf("a noted catch-up made the replica fresh for reads: age %v", age)
+	}
+	if err := r.EnsureFresh(context.Background(), sh, time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if age := sh.QuorumAgeAt(time.Now()); age > time.Second {
+		t.Fatalf("quorum age %v after a round", age)
+	}
+}

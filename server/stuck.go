@@ -13,8 +13,8 @@ import (
 // reach, and a request on that shard would wait as long as the fault lasts. ZooKeeper's
 // follower drops its clients once its leader has been silent for syncLimit × tickTime. Corral
 // treats a replica as cut off when it has not confirmed, for that bound
-// (server.Options.MaxReadAge), that it reaches its shard's quorum (router.Shard.Age; every
-// replica is confirmed every bound/4) and it knows of no leader (it is campaigning, and the
+// (server.Options.MaxReadAge), that it reaches its shard's quorum (router.Shard.QuorumAgeAt:
+// the server's catch-up before it served, then a round every bound/4) and it knows of no leader (it is campaigning, and the
 // other replicas refuse it an election); a replica that has a leader but confirms slowly (a
 // loaded machine, a replica catching up) is not cut off. A request that waits on a cut-off
 // replica for cutOffGrace closes its connection: a read that cannot catch up (route.go), the
@@ -26,7 +26,7 @@ import (
 // cutOff reports whether this server's replica of sh is cut off from its shard's quorum.
 func (s *Server) cutOff(sh *router.Shard, now time.Time) bool {
 	bound := s.o.MaxReadAge
-	return bound > 0 && sh.AgeAt(now) > bound && s.o.Leaderless != nil && s.o.Leaderless(sh.ID)
+	return bound > 0 && sh.QuorumAgeAt(now) > bound && s.o.Leaderless != nil && s.o.Leaderless(sh.ID)
 }
 
 // handshakeTimeout bounds the session-table work of a handshake (creating or taking over a
@@ -94,7 +94,7 @@ func (s *Server) dropStuck(conns []*conn, now time.Time) {
 		}
 		s.o.Log.Warn("closing connection: its oldest write waits on a shard whose local replica is cut off from the shard's quorum (no leader, no confirmation within the read bound)",
 			"session", sessionHex(c.sessionID), "remote", c.nc.RemoteAddr().String(), "shard", sh.ID,
-			"replica_age", sh.AgeAt(now).Round(time.Millisecond).String(), "bound", bound.String())
+			"replica_age", sh.QuorumAgeAt(now).Round(time.Millisecond).String(), "bound", bound.String())
 		s.o.Metrics.stuckDrops.Inc()
 		go c.close("write stuck on a replica cut off from its shard's quorum")
 	}
