@@ -23,7 +23,8 @@ import (
 // the writer in two intervals in a row and does not lead the shard pulls the leadership
 // (pullLeadership); a server that began handing its leaderships over before it stops
 // (HandOffLeadership) pulls nothing. The spread balancer (balance.go)
-// never gives away a shard whose writer its leader is, so the two do not undo each other.
+// never gives away a shard whose writer its leader was in the last balanceInterval, so the two
+// do not undo each other.
 // Leadership decides nothing about correctness: any voter may lead, and who does changes only
 // where writes take their round.
 const (
@@ -40,9 +41,11 @@ const (
 // followState is owned by the balancer's goroutine (balanceAndFollow), which runs followOnce
 // and, every balanceInterval, balanceOnce (which reads writer).
 type followState struct {
-	rounds  int
-	prev    map[uint64]followSample
-	writer  map[uint64]bool // data shards this server was the writer of in the last interval
+	rounds int
+	prev   map[uint64]followSample
+	writer map[uint64]bool // data shards this server was the writer of in the last interval
+	// wrote is when this server was last the writer of each data shard (isWriter).
+	wrote   map[uint64]time.Time
 	retry   map[uint64]time.Time
 	backoff map[uint64]time.Duration
 }
@@ -59,16 +62,20 @@ func (s *Node) balanceAndFollow() {
 	}
 }
 
-// isWriter reports whether this server was the writer of a data shard in the last interval
-// (always false with corral.leadersFollowWrites=false).
+// isWriter reports whether this server was the writer of a data shard in any interval of the
+// last balanceInterval (always false with corral.leadersFollowWrites=false): the spread
+// balancer keeps such a shard, so a lull of a second in a writer's load does not hand the
+// leadership away for the writer to pull back.
 func (s *Node) isWriter(shardID uint64) bool {
-	return s.cfg.LeadersFollowWrites && s.follow.writer[shardID]
+	t, ok := s.follow.wrote[shardID]
+	return s.cfg.LeadersFollowWrites && ok && time.Since(t) <= balanceInterval
 }
 
 func (s *Node) followOnce() {
 	f := &s.follow
 	if f.prev == nil {
 		f.prev, f.retry, f.backoff = map[uint64]followSample{}, map[uint64]time.Time{}, map[uint64]time.Duration{}
+		f.wrote = map[uint64]time.Time{}
 	}
 	writer := map[uint64]bool{}
 	var pull []uint64
@@ -95,6 +102,7 @@ func (s *Node) followOnce() {
 			continue
 		}
 		writer[sh.ID] = true
+		f.wrote[sh.ID] = now
 		if _, voter := voters[sh.ID][s.cfg.MyID]; !s.cfg.LeadersFollowWrites || s.handingOff.Load() || !voter ||
 			!f.writer[sh.ID] || s.leads(sh.ID) || now.Before(f.retry[sh.ID]) {
 			continue
