@@ -19,14 +19,12 @@ import (
 // The rule, checked every followInterval for each data shard of which this server is a voter:
 // if this server proposed at least followMinEntries batches in the last interval, its replica
 // applied at least as many entries, and this server's batches were at least followShare of
-// them, it is the shard's writer; a server that was
-// the writer in two intervals in a row and does not lead the shard pulls the leadership
-// (pullLeadership); a server that began handing its leaderships over before it stops
-// (HandOffLeadership) pulls nothing. The spread balancer (balance.go)
-// never gives away a shard whose writer its leader was in the last balanceInterval, so the two
-// do not undo each other.
-// Leadership decides nothing about correctness: any voter may lead, and who does changes only
-// where writes take their round.
+// them, it is the shard's writer; a server that was the writer in two intervals in a row and
+// does not lead the shard pulls the leadership (pullLeadership); a server that began handing
+// its leaderships over before it stops (HandOffLeadership) pulls nothing. The spread balancer
+// (balance.go) never gives away a shard whose writer its leader was in the last
+// balanceInterval, so the two do not undo each other. Leadership decides nothing about
+// correctness: any voter may lead, and who does changes only where writes take their round.
 const (
 	followInterval   = time.Second
 	followShare      = 0.8
