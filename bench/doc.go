@@ -44,7 +44,8 @@
 // shards (write throughput as corral.shards grows, optionally with an apply delay injected
 // through a test knob, which only a corraltesting build of corral reads: --delay),
 // sizing (sweep servers × shards at a target rate; the choice is the pure function [Recommend]),
-// matrix (the everyday table beside ZooKeeper, driven mostly by go-zookeeper: exp_matrix*.go),
+// matrix (the everyday table beside ZooKeeper, driven mostly by go-zookeeper: exp_matrix*.go;
+// --repeat N runs it whole N times and reports medians and every run's ratio: exp_matrix_repeat.go),
 // floor (one Raft round with no Corral server around it: three dragonboat NodeHosts in this
 // process, with dragonboat's log store and with a Corral server's, then in three processes of
 // the corral binary started as floor nodes: exp_floor_proc.go; it starts no ensemble).

@@ -70,6 +70,8 @@ type MatrixRow struct {
 	RSSBeforeKB []int64            `json:"rss_before_kb,omitempty"`
 	RSSAfterKB  []int64            `json:"rss_after_kb,omitempty"`
 	Note        string             `json:"note,omitempty"`
+	// Rep is the run of the matrix the row belongs to, 1 to --repeat (0 in a matrix run once).
+	Rep int `json:"rep,omitempty"`
 	// Err says why the row has no value.
 	Err string `json:"error,omitempty"`
 }
@@ -223,15 +225,27 @@ func runMatrix(ctx context.Context, e *env) error {
 		}
 	}
 	var rows []MatrixRow
-	for _, n := range e.cfg.Sizes {
-		if len(first) > 0 {
-			rows = append(rows, e.matrixPart(ctx, n, first, true)...)
+	for rep := 1; rep <= e.cfg.Repeat; rep++ {
+		if e.cfg.Repeat > 1 {
+			e.prog.Logf("matrix run %d of %d", rep, e.cfg.Repeat)
 		}
-		if len(fresh) > 0 && ctx.Err() == nil {
-			rows = append(rows, e.matrixPart(ctx, n, fresh, false)...)
-		}
-		if ctx.Err() != nil {
-			return errors.Join(ctx.Err(), e.reportMatrix(rows))
+		for _, n := range e.cfg.Sizes {
+			var part []MatrixRow
+			if len(first) > 0 {
+				part = append(part, e.matrixPart(ctx, n, first, true)...)
+			}
+			if len(fresh) > 0 && ctx.Err() == nil {
+				part = append(part, e.matrixPart(ctx, n, fresh, false)...)
+			}
+			if e.cfg.Repeat > 1 {
+				for i := range part {
+					part[i].Rep = rep
+				}
+			}
+			rows = append(rows, part...)
+			if ctx.Err() != nil {
+				return errors.Join(ctx.Err(), e.reportMatrix(rows))
+			}
 		}
 	}
 	return e.reportMatrix(rows)

@@ -14,24 +14,19 @@ const matrixTarget = 1.5
 
 // matrixRatios returns, for a run of two targets, each row's ratio (> 1: the second target did
 // better, as in the summary's table) in row order, with the row numbers; a row without a value
-// on either target is left out.
+// on either target is left out. For a matrix run several times (--repeat) it is the median of
+// the runs' ratios.
 func (e *env) matrixRatios(rows []MatrixRow, names []string, n int) (rowNums []int, ratios []float64) {
 	if len(names) != 2 {
 		return nil, nil
 	}
 	for _, s := range e.matrixRows() {
-		a, okA := findMatrixRow(rows, names[0], n, s.row)
-		b, okB := findMatrixRow(rows, names[1], n, s.row)
-		va, vb := okValue(a), okValue(b)
-		if !okA || !okB || va <= 0 || vb <= 0 {
+		rs := runRatios(rows, names, n, s)
+		if len(rs) == 0 {
 			continue
 		}
-		r := vb / va
-		if s.lowerBetter {
-			r = va / vb
-		}
 		rowNums = append(rowNums, s.row)
-		ratios = append(ratios, r)
+		ratios = append(ratios, median(rs))
 	}
 	return rowNums, ratios
 }
@@ -47,6 +42,9 @@ func (e *env) plotMatrix(rows []MatrixRow, names []string, n int) (string, error
 	p := plot.New()
 	p.Title.Text = fmt.Sprintf("%s / %s per matrix row, %d servers (> 1: %s better)",
 		displayName(names[1]), displayName(names[0]), n, displayName(names[1]))
+	if reps := matrixReps(rows); len(reps) > 1 {
+		p.Title.Text += fmt.Sprintf(", median of %d runs", len(reps))
+	}
 	p.X.Label.Text = "row"
 	p.Y.Label.Text = "ratio"
 	p.Add(plotter.NewGrid())

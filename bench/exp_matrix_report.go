@@ -15,7 +15,7 @@ func (e *env) reportMatrix(rows []MatrixRow) error {
 	header := []string{"target", "servers", "shards", "row", "name", "client", "metric", "value", "p99_ms", "ops",
 		"seconds", "ops_per_s", "read_p50_ms", "read_p99_ms", "write_p50_ms", "write_p99_ms", "create_p50_ms",
 		"create_p99_ms", "errors", "gen_cores", "machine_busy", "gen_share", "rss_before_kb", "rss_after_kb", "note",
-		"error"}
+		"error", "rep"}
 	var csvRows [][]string
 	for _, r := range rows {
 		rd, wr, cr := r.Latency["read"], r.Latency["write"], r.Latency["create"]
@@ -23,7 +23,7 @@ func (e *env) reportMatrix(rows []MatrixRow) error {
 			r.Metric, ff(r.Value, 4), ff(r.P99Ms, 3), fi(r.Ops), ff(r.Seconds, 3), ff(r.OpsPerSec, 1),
 			ff(rd.P50Ms, 3), ff(rd.P99Ms, 3), ff(wr.P50Ms, 3), ff(wr.P99Ms, 3), ff(cr.P50Ms, 3), ff(cr.P99Ms, 3),
 			fi(r.Errors), ff(r.CPU.GenCores, 3), ff(r.CPU.MachineBusy, 3), ff(r.CPU.GenShare, 3),
-			joinInts(r.RSSBeforeKB), joinInts(r.RSSAfterKB), r.Note, r.Err})
+			joinInts(r.RSSBeforeKB), joinInts(r.RSSAfterKB), r.Note, r.Err, itoa(r.Rep)})
 	}
 	if err := e.writeCSV("matrix.csv", header, csvRows); err != nil {
 		return err
@@ -64,13 +64,27 @@ func (e *env) matrixSection(rows []MatrixRow, names []string, n int) string {
 		"and continued before its own row, which started once every server served a session and a write on every shard. "+
 		"Corral: corral.shards=%d, hash placement (as `corral local`); both targets: globalOutstandingLimit=2000, maxClientCnxns=0.\n\n",
 		goZKVersion(), cfg.SessionInflight, cfg.DataSize, cfg.Warmup, cfg.Duration, idleHold(cfg), cfg.CorralShards)
+	reps := matrixReps(rows)
+	many := len(reps) > 1
+	if many {
+		fmt.Fprintf(&b, "The matrix ran %d times, each run as described (fresh ensembles, the targets side by side row by row). "+
+			"Each target's cell is the median of its runs (row 1: the median p50 / the median p99), the ratio the median of the runs' ratios, "+
+			"and the last column every run's ratio in run order; a run that failed a row has no ratio there.\n\n", len(reps))
+	}
 	header := []string{"row"}
 	for _, t := range names {
-		header = append(header, displayName(t))
+		if many {
+			header = append(header, displayName(t)+", median")
+		} else {
+			header = append(header, displayName(t))
+		}
 	}
 	two := len(names) == 2
 	if two {
 		header = append(header, fmt.Sprintf("ratio (>1: %s better)", displayName(names[1])))
+		if many {
+			header = append(header, "each run's ratio")
+		}
 	}
 	var table [][]string
 	for _, s := range e.matrixRows() {
@@ -78,23 +92,26 @@ func (e *env) matrixSection(rows []MatrixRow, names []string, n int) string {
 		if c := s.clientOf(cfg); c != clientNone {
 			line[0] += " [" + clientName(c) + "]"
 		}
-		var vals []float64
 		for _, t := range names {
 			r, ok := findMatrixRow(rows, t, n, s.row)
-			switch {
-			case !ok:
-				line = append(line, "not measured")
-				vals = append(vals, 0)
-			default:
+			if many {
+				r, ok = medianRow(rows, t, n, s.row)
+			}
+			if ok {
 				line = append(line, matrixCell(s, r))
-				vals = append(vals, okValue(r))
+			} else {
+				line = append(line, "not measured")
 			}
 		}
 		if two {
-			if s.lowerBetter {
-				line = append(line, ratio(vals[0], vals[1]))
+			rs := runRatios(rows, names, n, s)
+			if len(rs) == 0 {
+				line = append(line, "–")
 			} else {
-				line = append(line, ratio(vals[1], vals[0]))
+				line = append(line, fmt.Sprintf("%.2f×", median(rs)))
+			}
+			if many {
+				line = append(line, ratiosText(rs))
 			}
 		}
 		table = append(table, line)
@@ -102,29 +119,38 @@ func (e *env) matrixSection(rows []MatrixRow, names []string, n int) string {
 	b.WriteString(mdTable(header, table))
 	b.WriteString("\nThroughput rows count completed operations per second of the window; ratios: throughput Corral/ZooKeeper, " +
 		"latency, seconds and KB ZooKeeper/Corral, so > 1 always means Corral did better.\n\n")
+	if many && two {
+		b.WriteString(repeatedCounts(rows, names, n, e.matrixRows()))
+	}
 
 	b.WriteString("### Details\n\n")
 	var det [][]string
 	var notes []string
 	for _, s := range e.matrixRows() {
-		for _, t := range names {
-			r, ok := findMatrixRow(rows, t, n, s.row)
-			if !ok {
-				continue
-			}
-			if r.Err != "" {
-				det = append(det, []string{itoa(s.row), displayName(t), clientName(r.Client), "failed: " + mdEscape(firstLine(r.Err)),
-					"", "", "", "", ""})
-				continue
-			}
-			det = append(det, []string{itoa(s.row), displayName(t), clientName(r.Client), fi(r.Ops), ff(r.Seconds, 2),
-				latencyText(r), fi(r.Errors), ff(r.CPU.GenCores, 2), ff(100*r.CPU.MachineBusy, 0) + " %"})
-			if r.Note != "" {
-				notes = append(notes, fmt.Sprintf("- row %d, %s: %s", s.row, displayName(t), r.Note))
-			}
-			if r.ErrorSample != "" {
-				notes = append(notes, fmt.Sprintf("- row %d, %s: first error: %s", s.row, displayName(t),
-					mdEscape(r.ErrorSample)))
+		for _, rep := range reps {
+			for _, t := range names {
+				r, ok := findRepRow(rows, t, n, s.row, rep)
+				if !ok {
+					continue
+				}
+				who := displayName(t)
+				if many {
+					who = fmt.Sprintf("%s, run %d", who, rep)
+				}
+				if r.Err != "" {
+					det = append(det, []string{itoa(s.row), who, clientName(r.Client), "failed: " + mdEscape(firstLine(r.Err)),
+						"", "", "", "", ""})
+					continue
+				}
+				det = append(det, []string{itoa(s.row), who, clientName(r.Client), fi(r.Ops), ff(r.Seconds, 2),
+					latencyText(r), fi(r.Errors), ff(r.CPU.GenCores, 2), ff(100*r.CPU.MachineBusy, 0) + " %"})
+				if r.Note != "" {
+					notes = append(notes, fmt.Sprintf("- row %d, %s: %s", s.row, who, r.Note))
+				}
+				if r.ErrorSample != "" {
+					notes = append(notes, fmt.Sprintf("- row %d, %s: first error: %s", s.row, who,
+						mdEscape(r.ErrorSample)))
+				}
 			}
 		}
 	}

@@ -204,3 +204,59 @@ func TestCorralBinaryIsTheRunningOne(t *testing.T) {
 		}
 	}
 }
+
+// TestMatrixRepeated: with --repeat, each target's cell is the median of its runs, the ratio the
+// median of the runs' own ratios (not the ratio of the medians), every run's ratio is listed, a
+// run that failed a row has no ratio for it, and the plot draws the median ratios.
+func TestMatrixRepeated(t *testing.T) {
+	var sink bytes.Buffer
+	if _, err := parseFlags("matrix", []string{"--repeat", "0"}, &sink); err == nil {
+		t.Error("--repeat 0 accepted")
+	}
+	c, err := parseFlags("matrix", []string{"--repeat", "3"}, &sink)
+	if err != nil || c.Repeat != 3 {
+		t.Fatalf("--repeat 3: %v, %+v", err, c)
+	}
+	e := &env{cfg: &Config{Sizes: []int{3}, Clients: 30, ZNodes: 10, Sessions: 5, MixedClient: clientAuto,
+		SessionInflight: 32, DataSize: 1024, CorralShards: 4, Out: t.TempDir(), Rows: []int{1, 2, 10}}}
+	row := func(target string, row, rep int, v, p99 float64) MatrixRow {
+		return MatrixRow{Target: target, Servers: 3, Row: row, Rep: rep, Value: v, P99Ms: p99}
+	}
+	rows := []MatrixRow{
+		// row 1 (lower is better): ratios 2.0, 1.0, 1.5 -> median 1.5; medians 2.0 / 1.0 ms
+		row("zookeeper", 1, 1, 2, 8), row("corral", 1, 1, 1, 2),
+		row("zookeeper", 1, 2, 1, 6), row("corral", 1, 2, 1, 3),
+		row("zookeeper", 1, 3, 3, 4), row("corral", 1, 3, 2, 1),
+		// row 2: ratios 3.0, 1.2, 2.0 -> median 2.0, while the medians' ratio is 2.5k/1.5k = 1.67
+		row("zookeeper", 2, 1, 1000, 0), row("corral", 2, 1, 3000, 0),
+		row("zookeeper", 2, 2, 2500, 0), row("corral", 2, 2, 3000, 0),
+		row("zookeeper", 2, 3, 1500, 0), row("corral", 2, 3, 3000, 0),
+		// row 10 (lower is better): run 2 failed on Corral; ratios 2.0 (run 1), 1.0 (run 3)
+		row("zookeeper", 10, 1, 40, 0), row("corral", 10, 1, 20, 0),
+		row("zookeeper", 10, 2, 40, 0), {Target: "corral", Servers: 3, Row: 10, Rep: 2, Err: "it broke"},
+		row("zookeeper", 10, 3, 40, 0), row("corral", 10, 3, 40, 0),
+	}
+	names := []string{"zookeeper", "corral"}
+	md := e.matrixSection(rows, names, 3)
+	for _, want := range []string{
+		"The matrix ran 3 times",
+		"| row | ZooKeeper, median | Corral, median | ratio (>1: Corral better) | each run's ratio |",
+		"| 2.00 / 6.00 ms | 1.00 / 2.00 ms | 1.50× | 2.00×, 1.00×, 1.50× |",
+		"| 1.5k/s | 3.0k/s | 2.00× | 3.00×, 1.20×, 2.00× |",
+		"| 40.0 s | 30.0 s | 1.50× | 2.00×, 1.00× |",
+		"Rows at 1.5× or more: 3 of 3 by the median of the runs' ratios, 0 of 3 in every run.",
+		"| 10 | Corral, run 2 |  | failed: it broke |",
+		"| 2 | ZooKeeper, run 3 |  | 0 |",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("summary lacks %q:\n%s", want, md)
+		}
+	}
+	nums, ratios := e.matrixRatios(rows, names, 3)
+	if fmt.Sprint(nums, ratios) != "[1 2 10] [1.5 2 1.5]" {
+		t.Errorf("plotted ratios: rows %v, %v", nums, ratios)
+	}
+	if got := median([]float64{4, 1, 3, 2}); got != 2.5 {
+		t.Errorf("median of 4 values %v", got)
+	}
+}

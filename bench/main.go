@@ -53,10 +53,12 @@ type Config struct {
 	// SessionInflight is matrix rows 8-10's calls in flight on their one session.
 	SessionInflight int
 	Rows            []int // matrix: the rows to run (empty: all)
-	CorralBin       string
-	Tick            time.Duration
-	KeepDirs        bool
-	CommandLine     string
+	// Repeat is how many times the matrix runs whole, each time on fresh ensembles (exp_matrix_repeat.go).
+	Repeat      int
+	CorralBin   string
+	Tick        time.Duration
+	KeepDirs    bool
+	CommandLine string
 }
 
 // flagDefault is a flag's full and --short defaults.
@@ -231,6 +233,7 @@ func parseFlags(exp string, args []string, stderr io.Writer) (*Config, error) {
 	fs.StringVar(&rows, "rows", "", "matrix: run only these rows (e.g. 1,3,10,11; default all)")
 	fs.StringVar(&cfg.MixedClient, "mixed-client", clientAuto, "matrix: client of the pipelined rows 3-7: go-zookeeper, corral (Corral's client), or auto (go-zookeeper, Corral's client for reads only)")
 	fs.IntVar(&cfg.SessionInflight, "session-inflight", matrixInflight, "matrix: creates in flight on the one session of rows 8-10")
+	fs.IntVar(&cfg.Repeat, "repeat", 1, "matrix: run the whole matrix this many times, each on fresh ensembles; the summary gives each row's median and every run's ratio")
 	fs.StringVar(&cfg.CorralBin, "corral-bin", "", "corral binary (default: this binary, or bin/corral)")
 	fs.DurationVar(&cfg.Tick, "tick", 2*time.Second, "tickTime of the started ensembles")
 	fs.BoolVar(&cfg.KeepDirs, "keep", false, "keep the servers' directories (logs, data)")
@@ -320,8 +323,8 @@ func parseFlags(exp string, args []string, stderr io.Writer) (*Config, error) {
 		return nil, fmt.Errorf("--sizes, --clients, --outstanding and --duration must be positive")
 	case cfg.ReadPct > 100:
 		return nil, fmt.Errorf("--read-pct must be within 0..100")
-	case cfg.ZNodes <= 0 || cfg.Sessions <= 0 || cfg.SessionInflight <= 0:
-		return nil, fmt.Errorf("--znodes, --sessions and --session-inflight must be positive")
+	case cfg.ZNodes <= 0 || cfg.Sessions <= 0 || cfg.SessionInflight <= 0 || cfg.Repeat <= 0:
+		return nil, fmt.Errorf("--znodes, --sessions, --session-inflight and --repeat must be positive")
 	case cfg.DataSize < 0:
 		return nil, fmt.Errorf("--data-size must not be negative")
 	case cfg.MixedClient != clientAuto && cfg.MixedClient != clientCorral && cfg.MixedClient != clientGoZK:
