@@ -260,3 +260,25 @@ func TestMatrixRepeated(t *testing.T) {
 		t.Errorf("median of 4 values %v", got)
 	}
 }
+
+// TestMatrixSessionsFitFileLimit: a row 12 with more sessions than this process may keep
+// connections open for is refused at the start, with the limit named; without row 12 the same
+// --sessions is fine.
+func TestMatrixSessionsFitFileLimit(t *testing.T) {
+	limit, ok := openFileLimit()
+	if !ok {
+		t.Skip("no open-file limit here")
+	}
+	var sink bytes.Buffer
+	many := fmt.Sprint(limit)
+	_, err := parseFlags("matrix", []string{"--sessions", many}, &sink)
+	if err == nil || !strings.Contains(err.Error(), "ulimit -n") {
+		t.Fatalf("--sessions %s with a limit of %d: %v", many, limit, err)
+	}
+	if _, err := parseFlags("matrix", []string{"--sessions", many, "--rows", "1,2"}, &sink); err != nil {
+		t.Fatalf("--sessions %s without row 12: %v", many, err)
+	}
+	if _, err := parseFlags("matrix", nil, &sink); err != nil && limit > 9000+sessionFileMargin {
+		t.Fatalf("the default sessions: %v", err)
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"syscall"
@@ -335,6 +336,11 @@ func parseFlags(exp string, args []string, stderr io.Writer) (*Config, error) {
 			return nil, fmt.Errorf("--rows: there is no row %d (1..%d)", r, len(matrixSpecs))
 		}
 	}
+	if exp == "matrix" && (len(cfg.Rows) == 0 || slices.Contains(cfg.Rows, 12)) {
+		if err := checkSessionFiles(cfg.Sessions); err != nil {
+			return nil, err
+		}
+	}
 	if cfg.Out == "" {
 		cfg.Out = "bench-results/" + time.Now().Format("20060102-150405")
 	}
@@ -539,4 +545,20 @@ func (e *env) writeSummary() error {
 	}
 	e.summaryText = b.String()
 	return e.writeFile("summary.md", []byte(e.summaryText))
+}
+
+// sessionFileMargin is what matrix row 12 needs open in this process beside its sessions' connections
+// (the counting session, the pause probes, the ensembles' processes).
+const sessionFileMargin = 512
+
+// checkSessionFiles refuses a row 12 whose sessions would not fit in this process's open-file
+// limit: it would otherwise fail minutes in, when a connection cannot be opened.
+func checkSessionFiles(sessions int) error {
+	limit, ok := openFileLimit()
+	if !ok || uint64(sessions)+sessionFileMargin <= limit {
+		return nil
+	}
+	return fmt.Errorf("--sessions %d: matrix row 12 keeps that many connections open in this process, which may open %d files "+
+		"(ulimit -n, %d of them kept for the rest); lower --sessions, raise the limit, or leave row 12 out with --rows",
+		sessions, limit, sessionFileMargin)
 }
