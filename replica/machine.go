@@ -273,6 +273,7 @@ func (m *Machine) flushDirty() error {
 	}
 	wb := m.db.NewBatch()
 	defer wb.Close()
+	presize(wb, m.state.PendingBytes())
 	writeChanges(wb, m.state, m.applied)
 	if err := m.db.Apply(wb, pebble.NoSync); err != nil {
 		return fmt.Errorf("shard %d: writing changes: %w", m.cfg.ShardID, err)

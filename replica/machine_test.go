@@ -14,6 +14,8 @@ import (
 
 	sm "github.com/lni/dragonboat/v4/statemachine"
 
+	"github.com/cockroachdb/pebble"
+
 	"github.com/corral/corral/shard"
 	"github.com/corral/corral/wire"
 )
@@ -417,4 +419,73 @@ func TestSyncAskedForAtDirtyLimit(t *testing.T) {
 	if asked != 3 {
 		t.Fatalf("asked %d times after a Sync and the limit crossed again, want 3", asked)
 	}
+}
+
+// TestPresizedFlush: a flush large enough to be presized (presize) writes the same records as one
+// left to grow, and a replica synced that way reopens with the same state.
+func TestPresizedFlush(t *testing.T) {
+	data := make([]byte, 1024)
+	var ops []shard.Op
+	for i := 0; i < 600; i++ {
+		ops = append(ops, opCreate(fmt.Sprintf("/big%03d", i), data, 0))
+	}
+	cmd := batch(1, 1, 0, ops...).AppendTo(nil)
+	loaded := func(dir string) *Machine {
+		m, _ := openMachine(t, testConfig(dir, nil))
+		if _, err := m.Update([]sm.Entry{{Index: 1, Cmd: cmd}}); err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	// The same changes written by two replicas (WriteChanges consumes them), one batch presized.
+	m1, m2 := loaded(t.TempDir()), loaded(t.TempDir())
+	defer m1.Close()
+	defer m2.Close()
+	est := m2.state.PendingBytes()
+	if est < presizeMin {
+		t.Fatalf("estimate %d below presizeMin %d: the test would not presize", est, presizeMin)
+	}
+	grown, sized := m1.db.NewBatch(), m2.db.NewBatch()
+	defer grown.Close()
+	defer sized.Close()
+	presize(sized, est)
+	writeChanges(grown, m1.state, m1.applied)
+	writeChanges(sized, m2.state, m2.applied)
+	if a, b := batchRecords(t, grown), batchRecords(t, sized); !reflect.DeepEqual(a, b) || len(a) < 600 {
+		t.Fatalf("presized batch holds %d records, the grown one %d (equal: %v)", len(b), len(a), reflect.DeepEqual(a, b))
+	}
+
+	// Through Sync (flushDirty presizes), then reopened.
+	dir := t.TempDir()
+	m3 := loaded(dir)
+	before := canonical(m3)
+	if err := m3.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if err := m3.Close(); err != nil {
+		t.Fatal(err)
+	}
+	m4, idx := openMachine(t, testConfig(dir, nil))
+	defer m4.Close()
+	if idx != 1 || !bytes.Equal(canonical(m4), before) {
+		t.Fatalf("reopened at %d, state equal: %v", idx, bytes.Equal(canonical(m4), before))
+	}
+}
+
+// batchRecords returns a pebble batch's records as key -> kind and value.
+func batchRecords(t *testing.T, b *pebble.Batch) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	r := b.Reader()
+	for {
+		kind, k, v, ok := r.Next()
+		if !ok {
+			break
+		}
+		out[string(k)] = fmt.Sprint(kind) + ":" + string(v)
+	}
+	if len(out) != int(b.Count()) {
+		t.Fatalf("batch of %d records read as %d", b.Count(), len(out))
+	}
+	return out
 }

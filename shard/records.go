@@ -81,6 +81,33 @@ func (s *State) AttachReplica(taps *Taps, shardID uint64) {
 // (written or deleted), and whether anything changed at all.
 func (s *State) Pending() (nodes int, any bool) { return len(s.dirty.nodes), !s.dirty.empty() }
 
+// Estimates of what WriteChanges passes per record beyond a znode's key and data: a node value's
+// stat and ACL, a cached batch result, any other record, and the store's own framing of each.
+const (
+	nodeValueEstimate   = 96
+	resultValueEstimate = 256
+	otherValueEstimate  = 64
+	recordFraming       = 16
+)
+
+// PendingBytes estimates the bytes of the keys and values WriteChanges will write now, so that a
+// writer can size its buffer once instead of growing it step by step (replica.Machine's flush).
+// It only estimates: a writer must cope with more or less.
+func (s *State) PendingBytes() int {
+	n := 0
+	var probe node
+	for key := range s.dirty.nodes {
+		n += 1 + len(key) + recordFraming
+		if nd := s.tree.getWith(&probe, key); nd != nil {
+			n += len(nd.data) + nodeValueEstimate
+		}
+	}
+	n += (len(s.dirty.results) + len(s.dirty.dropped)) * (resultValueEstimate + recordFraming)
+	n += (len(s.dirty.proposers) + len(s.dirty.tombstones) + len(s.dirty.owners) + len(s.dirty.decisions) + 4) *
+		(otherValueEstimate + recordFraming)
+	return n
+}
+
 // Len returns the number of znodes in the state.
 func (s *State) Len() int { return s.tree.nodes.Len() }
 
@@ -158,9 +185,10 @@ func (s *State) WriteInitial(w RecordWriter) {
 // the slices it is given only until its next call.
 func (s *State) WriteChanges(w RecordWriter, applied uint64) {
 	var kb, vb []byte
+	var probe node
 	for key := range s.dirty.nodes {
 		kb = nodeKeyBytes(kb[:0], key)
-		if n := s.tree.get(key); n != nil {
+		if n := s.tree.getWith(&probe, key); n != nil {
 			vb = appendNode(vb[:0], n)
 			w.Set(kb, vb)
 		} else {

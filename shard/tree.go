@@ -54,6 +54,14 @@ func (t *tree) get(key string) *node {
 	return n
 }
 
+// getWith is get with a caller's probe node (its key is overwritten), for loops that would
+// otherwise allocate a probe per lookup.
+func (t *tree) getWith(probe *node, key string) *node {
+	probe.key = key
+	n, _ := t.nodes.Get(probe)
+	return n
+}
+
 // put inserts or replaces a node, keeping the indexes in step.
 func (t *tree) put(n *node) {
 	old, _ := t.nodes.ReplaceOrInsert(n)
