@@ -93,11 +93,11 @@ func (e *env) matrixSection(rows []MatrixRow, names []string, n int) string {
 			line[0] += " [" + clientName(c) + "]"
 		}
 		for _, t := range names {
-			r, ok := findMatrixRow(rows, t, n, s.row)
+			find := findMatrixRow
 			if many {
-				r, ok = medianRow(rows, t, n, s.row)
+				find = medianRow
 			}
-			if ok {
+			if r, ok := find(rows, t, n, s.row); ok {
 				line = append(line, matrixCell(s, r))
 			} else {
 				line = append(line, "not measured")

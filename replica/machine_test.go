@@ -421,8 +421,9 @@ func TestSyncAskedForAtDirtyLimit(t *testing.T) {
 	}
 }
 
-// TestPresizedFlush: a flush large enough to be presized (presize) writes the same records as one
-// left to grow, and a replica synced that way reopens with the same state.
+// TestPresizedFlush: a flush large enough to be presized (presize) is written into the room it
+// was given without growing, holds the same records as one left to grow, and a replica synced
+// that way reopens with the same state.
 func TestPresizedFlush(t *testing.T) {
 	data := make([]byte, 1024)
 	var ops []shard.Op
@@ -449,8 +450,15 @@ func TestPresizedFlush(t *testing.T) {
 	defer grown.Close()
 	defer sized.Close()
 	presize(sized, est)
+	room := cap(sized.Repr())
+	if room < est {
+		t.Fatalf("presized batch has room for %d bytes, the estimate is %d", room, est)
+	}
 	writeChanges(grown, m1.state, m1.applied)
 	writeChanges(sized, m2.state, m2.applied)
+	if c := cap(sized.Repr()); c != room {
+		t.Fatalf("the presized batch grew from %d to %d bytes (%d written, estimate %d)", room, c, len(sized.Repr()), est)
+	}
 	if a, b := batchRecords(t, grown), batchRecords(t, sized); !reflect.DeepEqual(a, b) || len(a) < 600 {
 		t.Fatalf("presized batch holds %d records, the grown one %d (equal: %v)", len(b), len(a), reflect.DeepEqual(a, b))
 	}

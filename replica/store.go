@@ -102,8 +102,6 @@ func initStore(db *pebble.DB, s *shard.State) error {
 	return db.Flush()
 }
 
-// writeChanges adds the state's changes, the applied index and the last zxid to b
-// (shard.State.WriteChanges).
 // pebbleBatchHeader is the size of a pebble batch's header (sequence number and count), which
 // an empty batch's representation holds and nothing else.
 const pebbleBatchHeader = 12
@@ -122,6 +120,8 @@ func presize(b *pebble.Batch, est int) {
 	_ = b.SetRepr(make([]byte, pebbleBatchHeader, pebbleBatchHeader+est+est/8))
 }
 
+// writeChanges adds the state's changes, the applied index and the last zxid to b
+// (shard.State.WriteChanges).
 func writeChanges(b *pebble.Batch, s *shard.State, applied uint64) {
 	s.WriteChanges(batchWriter{b}, applied)
 }
