@@ -34,7 +34,7 @@ func matrixReps(rows []MatrixRow) []int {
 // repeated reports whether rows come from more than one run of the matrix.
 func repeated(rows []MatrixRow) bool { return len(matrixReps(rows)) > 1 }
 
-// findRepRow is findMatrixRow within one run.
+// findRepRow returns a target's row of one run (MatrixRow.Rep).
 func findRepRow(rows []MatrixRow, target string, servers, row, rep int) (MatrixRow, bool) {
 	for _, r := range rows {
 		if r.Target == target && r.Servers == servers && r.Row == row && r.Rep == rep {

@@ -93,11 +93,8 @@ func (e *env) matrixSection(rows []MatrixRow, names []string, n int) string {
 			line[0] += " [" + clientName(c) + "]"
 		}
 		for _, t := range names {
-			find := findMatrixRow
-			if many {
-				find = medianRow
-			}
-			if r, ok := find(rows, t, n, s.row); ok {
+			// A single run's row is its own median.
+			if r, ok := medianRow(rows, t, n, s.row); ok {
 				line = append(line, matrixCell(s, r))
 			} else {
 				line = append(line, "not measured")
@@ -202,15 +199,6 @@ func okValue(r MatrixRow) float64 {
 		return 0
 	}
 	return r.Value
-}
-
-func findMatrixRow(rows []MatrixRow, target string, servers, row int) (MatrixRow, bool) {
-	for _, r := range rows {
-		if r.Target == target && r.Servers == servers && r.Row == row {
-			return r, true
-		}
-	}
-	return MatrixRow{}, false
 }
 
 // latencyText is "kind p50 / p99" for each op kind the row recorded.

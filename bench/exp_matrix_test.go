@@ -97,16 +97,12 @@ func TestMatrixSummaryRatios(t *testing.T) {
 		{Target: "corral", Servers: 3, Row: 10, Err: "it broke"},
 	}
 	md := e.matrixSection(rows, []string{"zookeeper", "corral"}, 3)
-	for _, want := range []string{
+	summaryHas(t, md,
 		"| 1. 1 client, 1 synchronous setData at a time: p50 / p99 [go-zookeeper] | 2.00 / 4.00 ms | 1.00 / 3.00 ms | 2.00× |",
 		"| 2. 30 clients, 1 synchronous setData at a time each [go-zookeeper] | 1.0k/s | 3.0k/s | 3.00× |",
 		"| not measured | failed | – |",
 		"failed: it broke",
-	} {
-		if !strings.Contains(md, want) {
-			t.Errorf("summary lacks %q:\n%s", want, md)
-		}
-	}
+	)
 }
 
 func TestMatrixHelpers(t *testing.T) {
@@ -238,7 +234,7 @@ func TestMatrixRepeated(t *testing.T) {
 	}
 	names := []string{"zookeeper", "corral"}
 	md := e.matrixSection(rows, names, 3)
-	for _, want := range []string{
+	summaryHas(t, md,
 		"The matrix ran 3 times",
 		"| row | ZooKeeper, median | Corral, median | ratio (>1: Corral better) | each run's ratio |",
 		"| 2.00 / 6.00 ms | 1.00 / 2.00 ms | 1.50× | 2.00×, 1.00×, 1.50× |",
@@ -247,11 +243,7 @@ func TestMatrixRepeated(t *testing.T) {
 		"Rows at 1.5× or more: 3 of 3 by the median of the runs' ratios, 0 of 3 in every run.",
 		"| 10 | Corral, run 2 |  | failed: it broke |",
 		"| 2 | ZooKeeper, run 3 |  | 0 |",
-	} {
-		if !strings.Contains(md, want) {
-			t.Errorf("summary lacks %q:\n%s", want, md)
-		}
-	}
+	)
 	nums, ratios := e.matrixRatios(rows, names, 3)
 	if fmt.Sprint(nums, ratios) != "[1 2 10] [1.5 2 1.5]" {
 		t.Errorf("plotted ratios: rows %v, %v", nums, ratios)
@@ -280,5 +272,15 @@ func TestMatrixSessionsFitFileLimit(t *testing.T) {
 	}
 	if _, err := parseFlags("matrix", nil, &sink); err != nil && limit > 9000+sessionFileMargin {
 		t.Fatalf("the default sessions: %v", err)
+	}
+}
+
+// summaryHas fails the test for each of wants that the summary md does not contain.
+func summaryHas(t *testing.T, md string, wants ...string) {
+	t.Helper()
+	for _, want := range wants {
+		if !strings.Contains(md, want) {
+			t.Errorf("summary lacks %q:\n%s", want, md)
+		}
 	}
 }

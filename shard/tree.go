@@ -49,10 +49,7 @@ func (t *tree) clone() tree {
 	return tree{nodes: t.nodes.Clone(), ephem: t.ephem.Clone(), expiring: t.expiring.Clone(), stubs: t.stubs}
 }
 
-func (t *tree) get(key string) *node {
-	n, _ := t.nodes.Get(&node{key: key})
-	return n
-}
+func (t *tree) get(key string) *node { return t.getWith(&node{}, key) }
 
 // getWith is get with a caller's probe node (its key is overwritten), for loops that would
 // otherwise allocate a probe per lookup.
