@@ -9,8 +9,8 @@
 // gauges), membership.go, addshard.go, balance.go (spreading leaderships), follow.go
 // (leaderships following the writes, docs/design.md §15), move.go, backup.go and restore.go, tls.go,
 // serverlog.go, logdb.go, logfile.go and logcache.go (the Raft log store: one log per server,
-// group commit), syncdirty.go (early state syncs of data replicas), loops.go (background
-// loops).
+// group commit), syncdirty.go (early state syncs of data replicas), raftmem.go (the size of dragonboat's
+// in-memory entry slices), loops.go (background loops).
 //
 // Shard ids: the meta shard is 1; the data shards of the first start are 2..N+1 and carry zxid
 // tags 1..N; data shards added online (addshard.go, docs/design.md §12) take the next ids and
