@@ -1,6 +1,8 @@
 package shard
 
 import (
+	"slices"
+
 	"github.com/corral/corral/acl"
 	"github.com/corral/corral/wire"
 )
@@ -18,6 +20,7 @@ type txn struct {
 	changes map[string]*node // nil: deleted
 	order   []string
 	events  []Event
+	results []wire.MultiResult // evalTxn's, reused (resultSlice)
 }
 
 func (t *txn) begin(zxid, time int64) {
@@ -30,6 +33,14 @@ func (t *txn) begin(zxid, time int64) {
 	t.zxid, t.time = zxid, time
 	t.noACL = false
 	t.quota = QuotaOff
+}
+
+// resultSlice returns n cleared results in the txn's buffer, which the next call reuses: a
+// transaction's results are encoded into its reply before anything else is evaluated.
+func (t *txn) resultSlice(n int) []wire.MultiResult {
+	t.results = slices.Grow(t.results[:0], n)[:n]
+	clear(t.results)
+	return t.results
 }
 
 func (t *txn) get(key string) *node {

@@ -376,7 +376,9 @@ func (s *State) applyControlOp(b *Batch, op *Op, events *[]Event) OpResult {
 			rep = s.txnAbort(r.ID, b.Time)
 		}
 	}
-	return OpResult{Zxid: zxid, Body: rep.AppendTo(nil)}
+	// Encoded at once: the results of an evaluation live in the txn's buffer (evalTxn) until
+	// the next one. A result takes well under 64 bytes unless its path is long.
+	return OpResult{Zxid: zxid, Body: rep.AppendTo(make([]byte, 0, 64+64*len(rep.Results)))}
 }
 
 // txnPrepare validates p's ops of this shard and, if they all succeed, holds p prepared.
@@ -446,7 +448,8 @@ func GroupZxid(zxid int64, i int) int64 { return zxid + int64(i)<<tagBits }
 // evalTxn evaluates p's ops of this shard (roles other than RoleNone), in index order, in the
 // txn overlay under zxid and time, as a multi does: later ops see the earlier ones' effects. In
 // a group (p.prep.Group) an op that fails gets an error result and the others go on.
-// It returns the results in final form, or the index of the first failing op and its error
+// It returns the results in final form, in a slice the next evaluation reuses (the caller
+// encodes them first), or the index of the first failing op and its error
 // (index -1 with MARSHALLINGERROR when the request as a whole is malformed: a read op in the
 // multi, or a plain create with a TTL mode reached before any op of this shard failed). The
 // overlay is left staged: the caller commits or discards it.
@@ -459,7 +462,7 @@ func (s *State) evalTxn(p *preparedTxn, zxid, time int64) ([]wire.MultiResult, i
 	if !multiWritable(m) {
 		return nil, -1, wire.ErrMarshallingError
 	}
-	results := make([]wire.MultiResult, len(m.Ops))
+	results := t.resultSlice(len(m.Ops))
 	for i := range m.Ops {
 		op := &m.Ops[i]
 		if multiUndecodable(op) {
