@@ -29,8 +29,13 @@ const (
 	keepIdle    = 2 * time.Second // keepalive probes on an idle link after this,
 	keepIntvl   = time.Second     // every keepIntvl,
 	keepCount   = 3               // and the link is dead after keepCount unanswered
-	recvBufSize = 2<<20 + 128<<10 // a reader's reusable payload buffer: one snapshot chunk
-	sendBufSize = 256 << 10       // a sender's marshalling buffer to start with
+	// recvBufSize bounds how far a reader's payload buffer grows to be reused: one snapshot
+	// chunk fits. It starts at recvBufStart and grows to the largest frame read so far, so an
+	// idle or lightly loaded link holds 64 KiB, not 2 MiB, of live heap (the collector's target
+	// grows with the live heap).
+	recvBufSize  = 2<<20 + 128<<10
+	recvBufStart = 64 << 10
+	sendBufSize  = 256 << 10 // a sender's marshalling buffer to start with
 	// sendBufKeep bounds how far a sender's buffer grows to be reused: a batch of a saturating
 	// write load (messages up to corral.raftMessageBytes, 1 MiB, several per batch) fits, and
 	// is then marshalled without allocating; a larger one gets a buffer of its own.
@@ -187,10 +192,11 @@ func (t *Transport) serve(nc net.Conn) {
 		t.mu.Unlock()
 		t.wg.Done()
 	}()
-	buf := make([]byte, recvBufSize)
+	buf := make([]byte, recvBufStart)
 	br := bufio.NewReaderSize(nc, readAheadSize)
 	for {
 		method, payload, err := readFrame(nc, br, buf, t.tls)
+		buf = keptRecvBuf(buf, payload)
 		switch {
 		case errors.Is(err, errPoison):
 			nc.SetWriteDeadline(time.Now().Add(writeGrace))
@@ -220,6 +226,17 @@ func (t *Transport) serve(nc net.Conn) {
 			return // dragonboat refused the stream
 		}
 	}
+}
+
+// keptRecvBuf returns the buffer a reader keeps for its next frame after reading payload into
+// buf or, when buf was too small, into a slice of its own: that slice, if it is no larger than
+// recvBufSize. Nothing keeps a payload once its frame is handled (dragonboat copies what it
+// decodes), so the next frame may overwrite it.
+func keptRecvBuf(buf, payload []byte) []byte {
+	if cap(payload) > cap(buf) && cap(payload) <= recvBufSize {
+		return payload[:cap(payload)]
+	}
+	return buf
 }
 
 // dial opens a link to target, with keepalives, TCP_USER_TIMEOUT and, when configured, TLS.
