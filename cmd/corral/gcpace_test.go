@@ -4,6 +4,7 @@ import (
 	"context"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"testing"
 	"time"
 )
@@ -45,5 +46,79 @@ func TestPaceGCSetsTheTarget(t *testing.T) {
 	<-done
 	if got <= 100 || got > gcMaxPercent {
 		t.Fatalf("target %d with a live heap this small; want above 100, at most %d", got, gcMaxPercent)
+	}
+}
+
+func TestRestRelease(t *testing.T) {
+	const mib = 1 << 20
+	sec := time.Second
+	base := heapSample{live: 100 * mib, allocs: 1000 * mib, held: 100 * mib}
+	at := func(allocs, held uint64) heapSample {
+		return heapSample{live: 100 * mib, allocs: base.allocs + allocs, held: held}
+	}
+	for _, c := range []struct {
+		name        string
+		cur         heapSample
+		every       time.Duration
+		lastRelease uint64
+		want        bool
+	}{
+		{"busy: the interval allocated 50 MiB", at(50*mib, 180*mib), sec, 0, false},
+		{"at rest with 60 MiB beyond the live heap", at(mib/2, 160*mib), sec, 0, true},
+		{"at rest, a quarter-second interval scaled to a rate", at(mib/8, 160*mib), sec / 4, 0, true},
+		{"a quarter-second interval at 2 MiB/s is not at rest", at(mib/2, 160*mib), sec / 4, 0, false},
+		{"at rest but little held beyond the live heap", at(0, 120*mib), sec, 0, false},
+		{"released already, nothing allocated since", at(0, 160*mib), sec, base.allocs, false},
+		{"released, then a burst of 40 MiB", at(0, 160*mib), sec, base.allocs - 40*mib, true},
+		{"counters went back (not a real sample)", heapSample{live: 100 * mib, allocs: 1, held: 160 * mib}, sec, 0, false},
+	} {
+		if got := restRelease(base, c.cur, c.every, c.lastRelease); got != c.want {
+			t.Errorf("%s: restRelease = %v, want %v", c.name, got, c.want)
+		}
+	}
+}
+
+// TestPaceReleasesOncePerBurst drives the pacer's loop with made-up samples: a burst, then
+// rest (one release), more rest (none: nothing allocated since), a second burst and rest (one
+// more), and checks the target it sets.
+func TestPaceReleasesOncePerBurst(t *testing.T) {
+	const mib = 1 << 20
+	var samples []heapSample
+	allocs := uint64(0)
+	add := func(n int, perTick, held uint64) {
+		for range n {
+			allocs += perTick
+			samples = append(samples, heapSample{live: 128 * mib, allocs: allocs, held: held})
+		}
+	}
+	add(1, 0, 128*mib)       // the first reading
+	add(5, 40*mib, 200*mib)  // a burst: 40 MiB a tick
+	add(4, 0, 200*mib)       // at rest: a release at the first of these
+	add(3, 0, 200*mib)       // still at rest, nothing allocated since the release
+	add(5, 40*mib, 200*mib)  // a second burst
+	add(2, mib/100, 200*mib) // at rest again
+	var reads, percent int
+	var releases []int // the reads after which the pacer released
+	read := func() (heapSample, bool) {
+		if reads >= len(samples) {
+			return heapSample{}, false // ends the loop
+		}
+		reads++
+		return samples[reads-1], true
+	}
+	tick := make(chan time.Time, len(samples))
+	for range samples {
+		tick <- time.Time{}
+	}
+	pace(context.Background(), tick, time.Second, read, func(p int) { percent = p },
+		func() { releases = append(releases, reads) })
+	// Reads 1-6 are the first reading and the burst; read 7 is the first at rest. The read
+	// right after a release is the release's own (sample 8); samples 9-13 are at rest with
+	// nothing allocated since, 14-18 the second burst, 19 the first at rest after it.
+	if want := []int{7, 19}; !slices.Equal(releases, want) {
+		t.Errorf("released after reads %v, want %v (once after each burst)", releases, want)
+	}
+	if percent != gcMinPercent {
+		t.Errorf("target %d with a live heap of 128 MiB, want %d", percent, gcMinPercent)
 	}
 }
