@@ -69,7 +69,10 @@ type MatrixRow struct {
 	CPU         CPUUse             `json:"cpu"`
 	RSSBeforeKB []int64            `json:"rss_before_kb,omitempty"`
 	RSSAfterKB  []int64            `json:"rss_after_kb,omitempty"`
-	Note        string             `json:"note,omitempty"`
+	// RSSEndKB is row 11's reading at the last create of row 10, before the settle that
+	// RSSAfterKB follows (what the load itself held; the row's value uses RSSAfterKB).
+	RSSEndKB []int64 `json:"rss_end_kb,omitempty"`
+	Note     string  `json:"note,omitempty"`
 	// Rep is the run of the matrix the row belongs to, 1 to --repeat (0 in a matrix run once).
 	Rep int `json:"rep,omitempty"`
 	// Err says why the row has no value.
@@ -202,9 +205,9 @@ type matrixRun struct {
 	addrs   []string
 	c       Cluster
 	// row 10's RSS readings, for row 11
-	rssBefore, rssAfter []int64
-	rssErr              error
-	bulkOps             int64
+	rssBefore, rssEnd, rssAfter []int64
+	rssErr                      error
+	bulkOps                     int64
 	// row 12's sessions held idle and then closed, for rows 13 and 14
 	idle, closing *MatrixRow
 	afterErr      error
@@ -638,6 +641,12 @@ func (m *matrixRun) bulkLoad(ctx context.Context, r *MatrixRow) error {
 		}
 	}
 	role := m.server1Role(ctx)
+	// Both readings at rest: the one before, like the one after, rssSettle after the last
+	// write (here the warm-up's), so that a server that gives memory back when its load ends
+	// has done so in both, or in neither.
+	if sleepUntil(ctx, time.Now().Add(rssSettle)) {
+		return ctx.Err()
+	}
 	before, rssErr := m.rss()
 	res, err := runZKCount(ctx, m.e.prog, r.Target+" bulk load", m.e.cfg.SessionInflight, m.e.cfg.ZNodes, countLimit,
 		func(_ context.Context, _, i int) (int, error) {
@@ -652,10 +661,14 @@ func (m *matrixRun) bulkLoad(ctx context.Context, r *MatrixRow) error {
 	r.Value = res.WindowSec
 	r.Note = joinNotes(m.server1Roles(ctx, role), m.placementNote(parents))
 	m.bulkOps = res.Ops
+	var end []int64
+	if rssErr == nil {
+		end, rssErr = m.rss()
+	}
 	if rssErr == nil && !sleepUntil(ctx, time.Now().Add(rssSettle)) {
 		var after []int64
 		if after, rssErr = m.rss(); rssErr == nil {
-			m.rssBefore, m.rssAfter = before, after
+			m.rssBefore, m.rssEnd, m.rssAfter = before, end, after
 		}
 	}
 	m.rssErr = rssErr
@@ -674,7 +687,7 @@ func (m *matrixRun) memory(_ context.Context, r *MatrixRow) error {
 	if m.bulkOps <= 0 {
 		return fmt.Errorf("row 10 created no znodes")
 	}
-	r.RSSBeforeKB, r.RSSAfterKB, r.Ops = m.rssBefore, m.rssAfter, m.bulkOps
+	r.RSSBeforeKB, r.RSSEndKB, r.RSSAfterKB, r.Ops = m.rssBefore, m.rssEnd, m.rssAfter, m.bulkOps
 	var sum float64
 	if m.bulkOps < int64(m.e.cfg.ZNodes) {
 		r.Note = fmt.Sprintf("row 10 created only %d of %d znodes; ", m.bulkOps, m.e.cfg.ZNodes)
@@ -683,9 +696,10 @@ func (m *matrixRun) memory(_ context.Context, r *MatrixRow) error {
 	for i := range m.rssBefore {
 		kb := float64(m.rssAfter[i]-m.rssBefore[i]) / float64(m.bulkOps)
 		sum += kb
-		per[i] = fmt.Sprintf("%.0f→%.0f MiB", float64(m.rssBefore[i])/1024, float64(m.rssAfter[i])/1024)
+		per[i] = fmt.Sprintf("%.0f→%.0f→%.0f MiB", float64(m.rssBefore[i])/1024, float64(m.rssEnd[i])/1024,
+			float64(m.rssAfter[i])/1024)
 	}
 	r.Value = sum / float64(len(m.rssBefore))
-	r.Note += "RSS per server before → after row 10: " + strings.Join(per, ", ")
+	r.Note += fmt.Sprintf("RSS per server before row 10 → at its last create → %v later: ", rssSettle) + strings.Join(per, ", ")
 	return nil
 }
