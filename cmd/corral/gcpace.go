@@ -24,7 +24,9 @@ import (
 // the allocation rate: when an interval allocated less than gcRestAlloc per second while at
 // least gcRestMin of the heap is not live (garbage and free pages the process still holds),
 // it collects and returns every free page to the operating system (debug.FreeOSMemory), once:
-// the next release waits until gcRestMin more has been allocated. The cost is one collection
+// the next release waits until gcRestMin, or half the live heap if that is more, has been
+// allocated since, so that releases never collect more often than the paced collector itself
+// would (at least half the live heap of headroom above 128 MiB). The cost is one collection
 // per burst, at a moment the server has CPU to spare.
 const (
 	gcMinHeadroom = 64 << 20
@@ -58,7 +60,7 @@ func restRelease(prev, cur heapSample, every time.Duration, lastRelease uint64) 
 		return false
 	}
 	rate := float64(cur.allocs-prev.allocs) / every.Seconds()
-	return rate < gcRestAlloc && cur.held-cur.live >= gcRestMin && cur.allocs-lastRelease >= gcRestMin
+	return rate < gcRestAlloc && cur.held-cur.live >= gcRestMin && cur.allocs-lastRelease >= max(gcRestMin, cur.live/2)
 }
 
 var heapMetrics = []string{

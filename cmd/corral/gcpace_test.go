@@ -69,8 +69,13 @@ func TestRestRelease(t *testing.T) {
 		{"a quarter-second interval at 2 MiB/s is not at rest", at(mib/2, 160*mib), sec / 4, 0, false},
 		{"at rest but little held beyond the live heap", at(0, 120*mib), sec, 0, false},
 		{"released already, nothing allocated since", at(0, 160*mib), sec, base.allocs, false},
-		{"released, then a burst of 40 MiB", at(0, 160*mib), sec, base.allocs - 40*mib, true},
+		{"released, then 40 MiB allocated: less than half the live heap", at(0, 160*mib), sec, base.allocs - 40*mib, false},
+		{"released, then a burst of 60 MiB", at(0, 160*mib), sec, base.allocs - 60*mib, true},
 		{"counters went back (not a real sample)", heapSample{live: 100 * mib, allocs: 1, held: 160 * mib}, sec, 0, false},
+		// A large heap: a release (a collection of all of it) waits for half of it allocated,
+		// as the paced collector would.
+		{"4 GiB live, 1 GiB allocated since the last release", heapSample{live: 4096 * mib, allocs: base.allocs, held: 4200 * mib}, sec, base.allocs - 1024*mib, false},
+		{"4 GiB live, 2 GiB allocated since the last release", heapSample{live: 4096 * mib, allocs: base.allocs, held: 4200 * mib}, sec, base.allocs - 2048*mib, true},
 	} {
 		if got := restRelease(base, c.cur, c.every, c.lastRelease); got != c.want {
 			t.Errorf("%s: restRelease = %v, want %v", c.name, got, c.want)
