@@ -20,7 +20,7 @@ import (
 // Memory at rest. The headroom pays for itself only while the server allocates: it spaces the
 // collections of a busy server. Once a burst of writes ends, the heap stays at its last target
 // (Go's scavenger returns only what lies beyond it, slowly), so a coordination service, idle
-// most of the time, would keep the headroom of its busiest minute. So the pacer also watches
+// most of the time, would keep the headroom of its busiest moment. So the pacer also watches
 // the allocation rate: when an interval allocated less than gcRestAlloc per second while at
 // least gcRestMin of the heap is not live (garbage and free pages the process still holds),
 // it collects and returns every free page to the operating system (debug.FreeOSMemory), once:
