@@ -171,6 +171,12 @@ func MainContext(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		prog = NewProgress(stderr)
 	}
 	e := &env{cfg: cfg, targets: targets, prog: prog, started: time.Now(), loadStart: loadAvg()}
+	prog.Stage("measuring the disk's synchronous writes")
+	if p, err := probeDisk(os.TempDir()); err != nil {
+		e.disk = "not measured: " + err.Error()
+	} else {
+		e.disk = p.String()
+	}
 	runErr := exp.run(ctx, e)
 	prog.Close()
 	if werr := e.writeSummary(); werr != nil && runErr == nil {
@@ -421,9 +427,12 @@ type env struct {
 	prog      *Progress
 	started   time.Time
 	loadStart string
-	failures  []string
-	sections  []string // markdown sections of summary.md, in order
-	files     []string
+	// disk describes the synchronous writes of the directory the ensembles keep their data
+	// in, measured before the experiment (probeDisk).
+	disk     string
+	failures []string
+	sections []string // markdown sections of summary.md, in order
+	files    []string
 	// noTargets leaves the targets and the client load out of summary.md: the experiment
 	// starts no ensemble (floor).
 	noTargets bool
@@ -515,6 +524,7 @@ func (e *env) writeSummary() error {
 	fmt.Fprintf(&b, "- machine: %s, %d CPUs, %s/%s, %s\n", host, runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, runtime.Version())
 	fmt.Fprintf(&b, "- load average (1/5/15 min) at start: %s, at end: %s — anything above the core count means other processes competed with the run\n",
 		e.loadStart, loadAvg())
+	fmt.Fprintf(&b, "- disk (%s, before the run): %s\n", os.TempDir(), e.disk)
 	if !e.noTargets {
 		names := make([]string, 0, len(e.targets))
 		for _, t := range e.targets {

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"math"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -179,5 +180,31 @@ func TestLongestZeroRun(t *testing.T) {
 		if n, at := longestZeroRun(tc.rates, tc.from); n != tc.wantN || (n > 0 && at != tc.at) {
 			t.Errorf("longestZeroRun(%v, %d) = %d at %d, want %d at %d", tc.rates, tc.from, n, at, tc.wantN, tc.at)
 		}
+	}
+}
+
+// TestProbeDisk checks that the disk probe measures real synchronous writes (each takes some
+// time, the files are gone afterwards) and that the summary line names both medians.
+func TestProbeDisk(t *testing.T) {
+	dir := t.TempDir()
+	p, err := probeDisk(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Alone <= 0 || p.Shared <= 0 {
+		t.Fatalf("probe %+v: want positive medians", p)
+	}
+	left, err := os.ReadDir(dir)
+	if err != nil || len(left) != 0 {
+		t.Fatalf("probe left %v (%v) in its directory", left, err)
+	}
+	s := p.String()
+	for _, want := range []string{fmtMs(p.Alone), fmtMs(p.Shared), "3 writers"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("summary %q lacks %q", s, want)
+		}
+	}
+	if got := medianDuration([]time.Duration{3, 1, 2}); got != 2 {
+		t.Errorf("medianDuration = %v, want 2", got)
 	}
 }
