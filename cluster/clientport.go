@@ -40,14 +40,20 @@ func (s *Node) startClientPort() error {
 		Audit:            s.audit,
 	})
 	s.srvPtr.Store(s.client)
+	return nil
+}
+
+// serveClients starts answering on the client port that startClientPort opened. Start calls it
+// last, once the admin port listens, so that a server that answers a client (ruok included)
+// also answers on its admin port: scripts and tests wait for ruok and then ask /shards.
+func (s *Node) serveClients() {
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
-		if err := s.client.Serve(ln); err != nil && !errors.Is(err, server.ErrClosed) {
+		if err := s.client.Serve(s.ln); err != nil && !errors.Is(err, server.ErrClosed) {
 			s.log.Error("client port stopped", "err", err)
 		}
 	}()
-	return nil
 }
 
 // superID turns "super:<digest>" into the digest id clients authenticate as.

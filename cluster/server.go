@@ -108,6 +108,7 @@ func Start(ctx context.Context, cfg Config, log *slog.Logger) (*Node, error) {
 	go s.every(s.cfg.ContainerCheck, s.expireContainersOnce)
 	go s.every(followInterval, s.balanceAndFollow)
 	s.ready.Store(true)
+	s.serveClients()
 	s.log.Info("serving clients", "client", s.ln.Addr().String(), "shards", cfg.Shards, "peers", len(cfg.AllPeers()))
 	return s, nil
 }
