@@ -73,6 +73,9 @@ type writeGroup struct {
 	// decision. The next group's linger reads them.
 	repliedAtDecision bool
 	round             time.Duration
+	// early counts the writes that joined the group before after was decided (request
+	// goroutine only): the ones the client sent before the replies that decision queued.
+	early int
 	// refill and lingerEnd are set while the group lingers after its predecessor's decision
 	// (request goroutine only, nextBatch): it starts once it holds refill writes or at
 	// lingerEnd, whichever comes first.
@@ -163,6 +166,7 @@ func (c *conn) joinGroup(h wire.RequestHeader, rec wire.Record, body []byte, sh 
 	if len(g.writes) == 0 {
 		g.ready = c.whenHead(sl)
 	}
+	g.countEarly()
 	g.ops = append(g.ops, op)
 	g.writes = append(g.writes, groupedWrite{h: h, rec: rec, body: body, sl: sl})
 	g.bytes += len(body)
@@ -361,12 +365,30 @@ func (c *conn) writersWaiting(g *writeGroup, one *router.Shard, roles map[uint64
 // entry on every shard it touches. The decision queues the earlier group's replies, and a
 // client that keeps W requests in flight answers them with as many new writes a client
 // round-trip later, far less than a prepare round. So the pending group waits for them: it
-// starts once it holds as many more writes as the earlier group replied to, or after a
-// quarter of the earlier group's prepare round (at most maxLinger), whichever comes first,
-// and at once when any other request or the outstanding limit needs it (flushGroup). Groups
+// starts once it holds, besides the writes it held before the decision, as many as the
+// earlier group replied to, or after a quarter of the earlier group's prepare round (at most
+// maxLinger), whichever comes first, and at once when any other request or the outstanding
+// limit needs it (flushGroup). Groups
 // then hold about W writes, one in flight, and a session's writes cost half the control
 // entries; a client with fewer writes to send waits at most the linger. Ordering is not at
 // stake: the group only collects longer, as it does while earlier replies are outstanding.
+
+// countEarly counts a write joining g before the group g follows is decided (g.early).
+func (g *writeGroup) countEarly() {
+	if g.after != nil && !closed(g.after.decided) {
+		g.early++
+	}
+}
+
+// closed reports whether ch is closed (ch is only ever closed, never sent on).
+func closed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
 
 // maxLinger bounds how long a group waits for the refill after its predecessor's decision.
 const maxLinger = 2 * time.Millisecond
@@ -380,7 +402,10 @@ func (c *conn) linger(g *writeGroup) bool {
 		return false
 	}
 	d := min(p.round/4, maxLinger)
-	refill := min(len(g.writes)+len(p.writes), maxGroupOps)
+	// The writes that came after the decision are the refill's first: counting them again
+	// would ask a client that keeps W calls in flight for more than W, and the group would
+	// wait for the timer with its whole refill in hand.
+	refill := min(g.early+len(p.writes), maxGroupOps)
 	if d <= 0 || len(g.writes) >= refill {
 		return false
 	}
