@@ -368,10 +368,10 @@ func (c *conn) writersWaiting(g *writeGroup, one *router.Shard, roles map[uint64
 // starts once it holds, besides the writes it held before the decision, as many as the
 // earlier group replied to, or after a quarter of the earlier group's prepare round (at most
 // maxLinger), whichever comes first, and at once when any other request or the outstanding
-// limit needs it (flushGroup). Groups
-// then hold about W writes, one in flight, and a session's writes cost half the control
-// entries; a client with fewer writes to send waits at most the linger. Ordering is not at
-// stake: the group only collects longer, as it does while earlier replies are outstanding.
+// limit needs it (flushGroup). Groups then hold about W writes, one in flight, and a session's
+// writes cost half the control entries; a client with fewer writes to send waits at most the
+// linger. Ordering is not at stake: the group only collects longer, as it does while earlier
+// replies are outstanding.
 
 // countEarly counts a write joining g before the group g follows is decided (g.early).
 func (g *writeGroup) countEarly() {
