@@ -452,15 +452,7 @@ func (c *conn) groupApplied(g *writeGroup) {
 
 // isApplied reports whether g (nil: none) is applied on this server.
 func isApplied(g *writeGroup) bool {
-	if g == nil {
-		return true
-	}
-	select {
-	case <-g.applied:
-		return true
-	default:
-		return false
-	}
+	return g == nil || closed(g.applied)
 }
 
 // waitGroupApplied waits until g (nil: none) is applied on this server; false if the connection
