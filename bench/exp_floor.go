@@ -136,7 +136,8 @@ func runFloor(ctx context.Context, e *env) error {
 		"on NodeHost j mod 3 to the first group; proposer j to group j mod 4 on that group's leader; or "+
 		"proposer j on NodeHost j mod 3 to group j mod 4 (as matrix row 2's clients over 3 servers and "+
 		"subtrees over 4 shards). The last lines run each NodeHost in a process of its own (the corral binary "+
-		"started three times), as an ensemble does. Raft tick %v, election %v, heartbeat %v, as a Corral server's defaults. "+
+		"started three times), as an ensemble does; on the last, row 2's shape, each process runs its third of the "+
+		"proposers and their latencies are merged. Raft tick %v, election %v, heartbeat %v, as a Corral server's defaults. "+
 		"Warm-up %v, window %v per line. A proposal that fails for the moment (no leader during an election, "+
 		"busy) is made again after a backoff, as a Corral server's proposer does, its time counted in its latency "+
 		"(retried: how many attempts were made again); errors are proposals that had not succeeded after 5 s.\n\n%s",
@@ -276,14 +277,14 @@ func (g *floorGroup) measure(ctx context.Context, from string, n, size int, warm
 		}
 		return g.nhs[j%3], floorShard + uint64(j%floorGroups)
 	}
-	p, err := runProposers(ctx, target, n, size, warmup, window)
+	p, _, err := runProposers(ctx, target, n, size, warmup, window)
 	p.From = from
 	return p, err
 }
 
 // runProposers runs n proposers, proposer j on target(j), each proposing one entry of size
-// bytes at a time, for warm-up plus window, and returns the window's figures.
-func runProposers(ctx context.Context, target func(j int) (*dragonboat.NodeHost, uint64), n, size int, warmup, window time.Duration) (FloorPoint, error) {
+// bytes at a time, for warm-up plus window, and returns the window's figures and latencies.
+func runProposers(ctx context.Context, target func(j int) (*dragonboat.NodeHost, uint64), n, size int, warmup, window time.Duration) (FloorPoint, *Hist, error) {
 	cmd := make([]byte, size)
 	start := time.Now()
 	measureFrom, end := start.Add(warmup), start.Add(warmup+window)
@@ -337,14 +338,14 @@ func runProposers(ctx context.Context, target func(j int) (*dragonboat.NodeHost,
 	}
 	wg.Wait()
 	if err := ctx.Err(); err != nil {
-		return FloorPoint{}, err
+		return FloorPoint{}, nil, err
 	}
 	if total.Count() == 0 {
-		return FloorPoint{}, fmt.Errorf("no proposal completed: %v", firstE)
+		return FloorPoint{}, nil, fmt.Errorf("no proposal completed: %v", firstE)
 	}
 	return FloorPoint{Proposers: n, Proposals: total.Count(), PerSec: float64(total.Count()) / window.Seconds(),
 		Latency: total.Summary(), Errors: errs, Retries: retries, DataSize: size,
-		RTTMs: int(floorRTT / time.Millisecond), ElectionMs: int(floorElection / time.Millisecond)}, nil
+		RTTMs: int(floorRTT / time.Millisecond), ElectionMs: int(floorElection / time.Millisecond)}, total, nil
 }
 
 // proposeRetrying proposes cmd until it is applied, fails for good or ctx ends, as

@@ -86,8 +86,8 @@ func (f *floorNode) ask(line string, timeout time.Duration) (string, error) {
 	}
 }
 
-// floorInProcesses measures the one-proposer lines and 30 proposers on the leader with each
-// NodeHost in its own process.
+// floorInProcesses measures the one-proposer lines, 30 proposers on the leader and 30 spread as
+// row 2's clients are (floorAll4) with each NodeHost in its own process.
 func floorInProcesses(ctx context.Context, e *env, proposers []int) ([]FloorPoint, error) {
 	bin, err := FindCorralBinary(e.cfg.CorralBin)
 	if err != nil {
@@ -177,7 +177,90 @@ func floorInProcesses(ctx context.Context, e *env, proposers []int) ([]FloorPoin
 			pts = append(pts, p)
 		}
 	}
+	for _, n := range proposers {
+		if n < 3 {
+			continue
+		}
+		e.prog.Stage("floor, %s: %d proposers, %s", floorProcStore, n, floorAll4)
+		p, err := spreadInProcesses(nodes, n, e.cfg.DataSize, e.cfg.Warmup, e.cfg.Duration)
+		if err != nil {
+			return nil, err
+		}
+		pts = append(pts, p)
+	}
 	return pts, nil
+}
+
+// measureArgs reads the four numbers after a "measure" or "spread" command: proposers, entry
+// size, warm-up and window in milliseconds.
+func measureArgs(f []string, line string) ([4]int, error) {
+	var v [4]int
+	if len(f) != 5 {
+		return v, fmt.Errorf("bench floor node: %q", line)
+	}
+	for k := range v {
+		n, err := strconv.Atoi(f[k+1])
+		if err != nil {
+			return v, fmt.Errorf("bench floor node: %q", line)
+		}
+		v[k] = n
+	}
+	return v, nil
+}
+
+// spreadShare is a floor node's answer to "spread": its proposers' figures and latencies.
+type spreadShare struct {
+	Point FloorPoint `json:"point"`
+	Hist  *Hist      `json:"hist"`
+}
+
+// spreadInProcesses runs n proposers spread as matrix row 2's clients are (floorAll4) on the
+// three floor nodes at once, each node its share, and adds up their figures.
+func spreadInProcesses(nodes []*floorNode, n, size int, warmup, window time.Duration) (FloorPoint, error) {
+	shares := make([]spreadShare, len(nodes))
+	errs := make([]error, len(nodes))
+	var wg sync.WaitGroup
+	for k, node := range nodes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ans, err := node.ask(fmt.Sprintf("spread %d %d %d %d", n, size, warmup.Milliseconds(), window.Milliseconds()),
+				warmup+window+30*time.Second)
+			if err == nil {
+				err = json.Unmarshal([]byte(ans), &shares[k])
+			}
+			if err == nil && shares[k].Hist == nil {
+				err = fmt.Errorf("no latencies in %q", ans)
+			}
+			errs[k] = err
+		}()
+	}
+	wg.Wait()
+	for k, err := range errs {
+		if err != nil {
+			return FloorPoint{}, fmt.Errorf("floor node %d, spread: %w", k+1, err)
+		}
+	}
+	total := NewHist()
+	p := shares[0].Point
+	p.Proposers, p.Proposals, p.Errors, p.Retries = 0, 0, 0, 0
+	for _, sh := range shares {
+		total.Merge(sh.Hist)
+		p.Proposers += sh.Point.Proposers
+		p.Proposals += sh.Point.Proposals
+		p.Errors += sh.Point.Errors
+		p.Retries += sh.Point.Retries
+	}
+	p.PerSec = float64(p.Proposals) / window.Seconds()
+	p.Latency = total.Summary()
+	p.Store, p.From = floorProcStore, floorAll4
+	if a, err := nodes[0].ask("leaders", 10*time.Second); err == nil {
+		for _, f := range strings.Split(a, ",") {
+			id, _ := strconv.ParseUint(f, 10, 64)
+			p.Leaders = append(p.Leaders, id)
+		}
+	}
+	return p, nil
 }
 
 // runFloorNode is a floor node's side: one NodeHost with a Corral server's log store and
@@ -224,16 +307,11 @@ func runFloorNode(ctx context.Context, id string) error {
 			}
 			ans = strconv.FormatUint(lid, 10)
 		case "measure":
-			if len(f) != 5 {
-				return fmt.Errorf("bench floor node: %q", in.Text())
+			v, err := measureArgs(f, in.Text())
+			if err != nil {
+				return err
 			}
-			var v [4]int
-			for k := range v {
-				if v[k], err = strconv.Atoi(f[k+1]); err != nil {
-					return fmt.Errorf("bench floor node: %q", in.Text())
-				}
-			}
-			p, err := runProposers(ctx, func(int) (*dragonboat.NodeHost, uint64) { return nh, floorShard }, v[0], v[1],
+			p, _, err := runProposers(ctx, func(int) (*dragonboat.NodeHost, uint64) { return nh, floorShard }, v[0], v[1],
 				time.Duration(v[2])*time.Millisecond, time.Duration(v[3])*time.Millisecond)
 			if err != nil {
 				return err
@@ -243,6 +321,34 @@ func runFloorNode(ctx context.Context, id string) error {
 				return err
 			}
 			ans = string(b)
+		case "spread":
+			// spread n size warmupMs windowMs: this node's share of n proposers spread as
+			// row 2's clients are, proposer j (of all n) on NodeHost j mod 3 to group j mod
+			// floorGroups; this node runs those with j mod 3 = its id - 1.
+			v, err := measureArgs(f, in.Text())
+			if err != nil {
+				return err
+			}
+			first := int(i) - 1
+			mine := (v[0] - first + 2) / 3
+			p, h, err := runProposers(ctx, func(k int) (*dragonboat.NodeHost, uint64) {
+				return nh, floorShard + uint64((first+3*k)%floorGroups)
+			}, mine, v[1], time.Duration(v[2])*time.Millisecond, time.Duration(v[3])*time.Millisecond)
+			if err != nil {
+				return err
+			}
+			b, err := json.Marshal(spreadShare{Point: p, Hist: h})
+			if err != nil {
+				return err
+			}
+			ans = string(b)
+		case "leaders":
+			var ids []string
+			for shard := uint64(floorShard); shard < floorShard+floorGroups; shard++ {
+				lid, _, _, _ := nh.GetLeaderID(shard)
+				ids = append(ids, strconv.FormatUint(lid, 10))
+			}
+			ans = strings.Join(ids, ",")
 		default:
 			return fmt.Errorf("bench floor node: unknown command %q", in.Text())
 		}

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"encoding/json"
 	"time"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
@@ -39,6 +40,20 @@ func (h *Hist) Merge(o *Hist) { h.h.Merge(o.h) }
 
 // Count returns the number of recorded values.
 func (h *Hist) Count() int64 { return h.h.TotalCount() }
+
+// MarshalJSON encodes every recorded value's bucket (HdrHistogram's export), so that a
+// histogram recorded in another process merges exactly.
+func (h *Hist) MarshalJSON() ([]byte, error) { return json.Marshal(h.h.Export()) }
+
+// UnmarshalJSON restores a histogram MarshalJSON encoded.
+func (h *Hist) UnmarshalJSON(b []byte) error {
+	var s hdrhistogram.Snapshot
+	if err := json.Unmarshal(b, &s); err != nil {
+		return err
+	}
+	h.h = hdrhistogram.Import(&s)
+	return nil
+}
 
 // Reset empties the histogram.
 func (h *Hist) Reset() { h.h.Reset() }

@@ -344,12 +344,17 @@ func TestDelayNeedsTestingBuild(t *testing.T) {
 
 // TestSmokeFloor runs the floor experiment in --short mode (it starts no ensemble: three
 // dragonboat NodeHosts in this process): both log stores, leader and follower with 1 and many
-// proposers, many spread over the groups, every line with proposals and no error (a proposal
-// that met an election is retried: TestFloorProposalSurvivesElection).
+// proposers, many spread over the groups, in one process and in three (the spread line's
+// proposers in all three), every line with proposals and no error (a proposal that met an
+// election is retried: TestFloorProposalSurvivesElection).
 func TestSmokeFloor(t *testing.T) {
 	rows := runSmoke(t, "corral", smokeCase{"floor", nil, "floor.csv", "per_s", ""})
-	if len(rows) != 25 {
-		t.Fatalf("floor.csv has %d data rows, want 24: %v", len(rows)-1, rows)
+	if len(rows) != 26 {
+		t.Fatalf("floor.csv has %d data rows, want 25: %v", len(rows)-1, rows)
+	}
+	last := rows[len(rows)-1]
+	if last[0] != floorProcStore || last[1] != floorAll4 {
+		t.Fatalf("last floor line %v, want %q on %q", last, floorProcStore, floorAll4)
 	}
 	for _, r := range rows[1:] {
 		if r[len(r)-1] != "0" {
