@@ -264,8 +264,9 @@ func spreadInProcesses(nodes []*floorNode, n, size int, warmup, window time.Dura
 }
 
 // runFloorNode is a floor node's side: one NodeHost with a Corral server's log store and
-// transport, answering the commands of its parent on stdin ("ready", "leader", "measure n size
-// warmupMs windowMs") with one line each on stdout until stdin ends.
+// transport, answering the commands of its parent on stdin ("ready", "leader", "leaders",
+// "measure n size warmupMs windowMs", "spread n size warmupMs windowMs") with one line each on
+// stdout until stdin ends.
 func runFloorNode(ctx context.Context, id string) error {
 	i, err := strconv.ParseUint(id, 10, 64)
 	if err != nil || i < 1 || i > 3 {
