@@ -356,6 +356,9 @@ func TestSmokeFloor(t *testing.T) {
 	if last[0] != floorProcStore || last[1] != floorAll4 {
 		t.Fatalf("last floor line %v, want %q on %q", last, floorProcStore, floorAll4)
 	}
+	if many := rows[2]; many[1] != floorLeader || last[2] != many[2] || many[2] == "1" {
+		t.Fatalf("the spread line has %s proposers over the three processes, want the %s of line %v", last[2], many[2], many)
+	}
 	for _, r := range rows[1:] {
 		if r[len(r)-1] != "0" {
 			t.Errorf("floor line %v had errors", r)
