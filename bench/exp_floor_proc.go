@@ -254,11 +254,16 @@ func spreadInProcesses(nodes []*floorNode, n, size int, warmup, window time.Dura
 	p.PerSec = float64(p.Proposals) / window.Seconds()
 	p.Latency = total.Summary()
 	p.Store, p.From = floorProcStore, floorAll4
-	if a, err := nodes[0].ask("leaders", 10*time.Second); err == nil {
-		for _, f := range strings.Split(a, ",") {
-			id, _ := strconv.ParseUint(f, 10, 64)
-			p.Leaders = append(p.Leaders, id)
+	a, err := nodes[0].ask("leaders", 10*time.Second)
+	if err != nil {
+		return FloorPoint{}, fmt.Errorf("floor node 1, leaders: %w", err)
+	}
+	for _, f := range strings.Split(a, ",") {
+		id, err := strconv.ParseUint(f, 10, 64)
+		if err != nil {
+			return FloorPoint{}, fmt.Errorf("floor node 1, leaders: %q", a)
 		}
+		p.Leaders = append(p.Leaders, id)
 	}
 	return p, nil
 }

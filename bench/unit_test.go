@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"encoding/json"
 	"math"
 	"os"
 	"strings"
@@ -206,5 +207,33 @@ func TestProbeDisk(t *testing.T) {
 	}
 	if got := medianDuration([]time.Duration{3, 1, 2}); got != 2 {
 		t.Errorf("medianDuration = %v, want 2", got)
+	}
+}
+
+// TestHistJSONMergesExactly: a histogram sent as JSON (a floor node's latencies) comes back with
+// every recorded value, so merging the copies gives the summary of merging the originals.
+func TestHistJSONMergesExactly(t *testing.T) {
+	a, b := NewHist(), NewHist()
+	for i := 1; i <= 1000; i++ {
+		a.Record(time.Duration(i) * 7 * time.Microsecond)
+		b.Record(time.Duration(i*i) * time.Microsecond)
+	}
+	want := NewHist()
+	want.Merge(a)
+	want.Merge(b)
+	got := NewHist()
+	for _, h := range []*Hist{a, b} {
+		raw, err := json.Marshal(h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var back Hist
+		if err := json.Unmarshal(raw, &back); err != nil {
+			t.Fatal(err)
+		}
+		got.Merge(&back)
+	}
+	if g, w := got.Summary(), want.Summary(); g != w {
+		t.Fatalf("merged from JSON: %+v, want %+v", g, w)
 	}
 }
